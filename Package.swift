@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// registryd: a push-notification device registry.
+///
+/// Dependencies point one way:
+/// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`.
+/// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
+/// OpenSSL) know nothing of the registry, so each is tested on its own.
+let package = Package(
+    name: "registryd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "registryd", targets: ["registryd"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb",
+                       providers: [.apt(["liblmdb-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "LMDB", dependencies: ["CLMDB"]),
+        .target(name: "Registry", dependencies: ["LMDB"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "JWT", dependencies: ["COpenSSL"]),
+        .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT"]),
+        .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT"]),
+        .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB"], path: "Sources/registry-bench"),
+
+        .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
+        .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "JWTTests", dependencies: ["JWT"]),
+        .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,103 @@
+/// The identifier and token rules of API.md, in one place, used by the HTTP
+/// layer to validate input and by the store to normalise tokens.
+public enum Identifier {
+    /// The longest `userId`, `deviceId` or `activityId`, in UTF-8 bytes.
+    public static let maxIdentifierBytes = 128
+    /// Longest `osVersion` / `appVersion`, in characters.
+    public static let maxVersionLength = 32
+
+    /// Why a value was rejected, phrased to follow the field name.
+    public enum Problem: Error, Hashable, Sendable {
+        case empty, tooLong, controlCharacter, slash, notHex, oddLength, badLength, badCharacter
+
+        public var message: String {
+            switch self {
+            case .empty: "must not be empty"
+            case .tooLong: "is too long"
+            case .controlCharacter: "must not contain control characters"
+            case .slash: "must not contain '/'"
+            case .notHex: "must be hexadecimal"
+            case .oddLength: "must have an even number of hex digits"
+            case .badLength: "has a length out of bounds"
+            case .badCharacter: "contains a character that is not allowed"
+            }
+        }
+    }
+
+    /// A `userId`: 1–128 bytes of UTF-8, no control characters.
+    public static func checkUserId(_ value: String) -> Problem? {
+        checkIdentifier(value, allowSlash: true)
+    }
+
+    /// A `deviceId` or `activityId`: as `userId`, and no `/`.
+    public static func checkDeviceId(_ value: String) -> Problem? {
+        checkIdentifier(value, allowSlash: false)
+    }
+
+    public static func checkActivityId(_ value: String) -> Problem? {
+        checkIdentifier(value, allowSlash: false)
+    }
+
+    private static func checkIdentifier(_ value: String, allowSlash: Bool) -> Problem? {
+        let bytes = value.utf8
+        if bytes.isEmpty { return .empty }
+        if bytes.count > maxIdentifierBytes { return .tooLong }
+        for byte in bytes {
+            if byte < 0x20 || byte == 0x7F { return .controlCharacter }
+            if byte == UInt8(ascii: "/") && !allowSlash { return .slash }
+        }
+        return nil
+    }
+
+    /// `osVersion`, `appVersion`: at most 32 characters, no control characters.
+    public static func checkVersion(_ value: String) -> Problem? {
+        if value.count > maxVersionLength { return .tooLong }
+        if value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return .controlCharacter }
+        return nil
+    }
+
+    /// An APNs token: hex, even length, 16–512 bytes decoded. Returns it lowercased.
+    public static func normalizeAPNsToken(_ value: String) -> Result<String, Problem> {
+        let bytes = Array(value.utf8)
+        if bytes.isEmpty { return .failure(.empty) }
+        for byte in bytes where !isHexDigit(byte) { return .failure(.notHex) }
+        if bytes.count % 2 != 0 { return .failure(.oddLength) }
+        if bytes.count < 32 || bytes.count > 1024 { return .failure(.badLength) }
+        return .success(value.lowercased())
+    }
+
+    /// An FCM registration token: 1–4096 characters of `[A-Za-z0-9_:.-]`.
+    public static func normalizeFCMToken(_ value: String) -> Result<String, Problem> {
+        let bytes = Array(value.utf8)
+        if bytes.isEmpty { return .failure(.empty) }
+        if bytes.count > 4096 { return .failure(.badLength) }
+        for byte in bytes where !(isAlphanumeric(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":")
+                                  || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")) {
+            return .failure(.badCharacter)
+        }
+        return .success(value)
+    }
+
+    /// A push token for `platform`.
+    public static func normalizePushToken(_ value: String, platform: Platform) -> Result<String, Problem> {
+        switch platform {
+        case .apns: normalizeAPNsToken(value)
+        case .fcm: normalizeFCMToken(value)
+        }
+    }
+
+    /// Feedback may name a token of either kind; hex tokens match case-insensitively,
+    /// so a value that is valid hex is lowercased, anything else is kept as sent.
+    public static func normalizeFeedbackToken(_ value: String) -> Result<String, Problem> {
+        if case .success(let hex) = normalizeAPNsToken(value) { return .success(hex) }
+        return normalizeFCMToken(value)
+    }
+
+    private static func isHexDigit(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66)
+    }
+
+    private static func isAlphanumeric(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+    }
+}

@@ -1,0 +1,60 @@
+/// What a sweep removed (or, on a dry run, would remove). Tokens removed
+/// together with their device are counted too.
+public struct SweepCounts: Hashable, Sendable {
+    public var devices: Int
+    public var pushToStartTokens: Int
+    public var activityTokens: Int
+    public var tombstones: Int
+
+    public init(devices: Int = 0, pushToStartTokens: Int = 0, activityTokens: Int = 0, tombstones: Int = 0) {
+        self.devices = devices
+        self.pushToStartTokens = pushToStartTokens
+        self.activityTokens = activityTokens
+        self.tombstones = tombstones
+    }
+
+    public static func + (a: SweepCounts, b: SweepCounts) -> SweepCounts {
+        SweepCounts(devices: a.devices + b.devices,
+                    pushToStartTokens: a.pushToStartTokens + b.pushToStartTokens,
+                    activityTokens: a.activityTokens + b.activityTokens,
+                    tombstones: a.tombstones + b.tombstones)
+    }
+}
+
+/// Record counts and storage use, for `/internal/v1/stats` and `/metrics`.
+public struct StoreStats: Hashable, Sendable {
+    public var devices: Int
+    public var pushTokens: Int
+    public var pushToStartTokens: Int
+    public var activityTokens: Int
+    public var tombstones: Int
+    public var mapSizeBytes: Int
+    public var usedBytes: Int
+    public var lastSweepAt: Timestamp?
+
+    public init(devices: Int, pushTokens: Int, pushToStartTokens: Int, activityTokens: Int,
+                tombstones: Int, mapSizeBytes: Int, usedBytes: Int, lastSweepAt: Timestamp?) {
+        self.devices = devices
+        self.pushTokens = pushTokens
+        self.pushToStartTokens = pushToStartTokens
+        self.activityTokens = activityTokens
+        self.tombstones = tombstones
+        self.mapSizeBytes = mapSizeBytes
+        self.usedBytes = usedBytes
+        self.lastSweepAt = lastSweepAt
+    }
+}
+
+/// Group-commit observations, for `/metrics`: called by the writer thread
+/// after each batch commits (or fails).
+public struct CommitBatchReport: Sendable {
+    public var commands: Int
+    public var succeeded: Bool
+    public var seconds: Double
+
+    public init(commands: Int, succeeded: Bool, seconds: Double) {
+        self.commands = commands
+        self.succeeded = succeeded
+        self.seconds = seconds
+    }
+}

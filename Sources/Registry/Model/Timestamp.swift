@@ -1,0 +1,24 @@
+/// A point in time with millisecond precision: what the API shows and what
+/// the store keeps. Milliseconds since the Unix epoch, UTC.
+public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var milliseconds: Int64
+
+    public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+
+    public init(secondsSince1970 seconds: Double) {
+        self.milliseconds = Int64((seconds * 1000).rounded(.down))
+    }
+
+    public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
+
+    public func adding(seconds: Int64) -> Timestamp {
+        Timestamp(milliseconds: milliseconds &+ seconds &* 1000)
+    }
+
+    public var description: String { "\(milliseconds)ms" }
+}
+
+/// The store's source of "now", injectable so tests control expiry without sleeping.
+public protocol Clock: Sendable {
+    func now() -> Timestamp
+}
