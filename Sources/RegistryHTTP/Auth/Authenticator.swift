@@ -1,0 +1,69 @@
+import HTTPServer
+import JWT
+import Registry
+
+/// Checks the bearer credential of a request against the route's surface.
+///
+/// 401 versus 403, as API.md says: a missing, malformed, expired or wrongly
+/// signed credential is 401; a *valid* credential of the wrong kind (a device
+/// JWT on `/internal`, the API key on `/v1`) is 403. The API key is compared
+/// in constant time; JWT verification is cached inside `JWTVerifier`, so
+/// RS256/ES256 cost is paid once per token.
+public struct Authenticator: Sendable {
+    public let verifier: JWTVerifier
+    private let apiKey: [UInt8]
+    private let clock: any Clock
+
+    public init(verifier: JWTVerifier, internalAPIKey: [UInt8], clock: any Clock) {
+        self.verifier = verifier
+        self.apiKey = internalAPIKey
+        self.clock = clock
+    }
+
+    public func authenticate(_ headers: HTTPHeaders, for surface: Route.Surface) -> Result<Credential, APIError> {
+        guard surface != .open else { return .success(.operatorKey) }
+        guard let header = headers["Authorization"] else {
+            return .failure(.unauthenticated("Authorization header is missing"))
+        }
+        guard let token = Self.bearerToken(header) else {
+            return .failure(.unauthenticated("Authorization header must be 'Bearer <credential>'"))
+        }
+        let isAPIKey = !apiKey.isEmpty && constantTimeEquals(Array(token.utf8), apiKey)
+        switch surface {
+        case .internal:
+            if isAPIKey { return .success(.operatorKey) }
+            if case .success = verifyDevice(token) {
+                return .failure(.forbidden("a device token cannot call the internal API"))
+            }
+            return .failure(.unauthenticated("Authorization: the internal API key is not valid"))
+        case .device:
+            if isAPIKey { return .failure(.forbidden("the internal API key cannot call the device API")) }
+            return verifyDevice(token).map { .device(userId: $0) }
+        case .open:
+            return .success(.operatorKey)
+        }
+    }
+
+    private func verifyDevice(_ token: String) -> Result<String, APIError> {
+        let now = clock.now().milliseconds / 1000
+        switch verifier.verify(token, now: now) {
+        case .failure(let error):
+            return .failure(.unauthenticated("Authorization: \(error.message)"))
+        case .success(let verified):
+            if let problem = Identifier.checkUserId(verified.subject) {
+                return .failure(.unauthenticated("Authorization: token sub \(problem.message)"))
+            }
+            return .success(verified.subject)
+        }
+    }
+
+    /// The credential after `Bearer ` (scheme case-insensitive, one space or more).
+    static func bearerToken(_ header: String) -> String? {
+        let trimmed = header.drop(while: { $0 == " " })
+        guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return nil }
+        let token = trimmed.dropFirst(7).drop(while: { $0 == " " })
+        let value = token.reversed().drop(while: { $0 == " " }).reversed()
+        guard !value.isEmpty, !value.contains(" ") else { return nil }
+        return String(value)
+    }
+}

@@ -1,0 +1,123 @@
+import Registry
+
+/// Typed access to a JSON request body's members, each failure a 400
+/// `invalid_field` naming the member. Unknown members are ignored (forward
+/// compatibility); `null` counts as omitted except where a field gives it a
+/// meaning of its own (`pushToken: null` removes the token).
+struct BodyFields {
+    let object: JSONObject
+
+    /// Parses the body; anything but a JSON object is `invalid_json`.
+    init(body: [UInt8]) throws(APIError) {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(body)
+        } catch {
+            throw .invalidJSON(error.message)
+        }
+        guard case .object(let object) = value else {
+            throw .invalidJSON("expected an object, got \(value.typeName)")
+        }
+        self.object = object
+    }
+
+    /// An optional body: empty means `{}`.
+    init(optionalBody body: [UInt8]) throws(APIError) {
+        if body.isEmpty { self.object = JSONObject() } else { try self.init(body: body) }
+    }
+
+    /// Present-and-not-null, present-null, or absent.
+    enum Presence<T> {
+        case absent
+        case null
+        case value(T)
+    }
+
+    func string(_ name: String) throws(APIError) -> Presence<String> {
+        switch object[name] {
+        case nil: return .absent
+        case .null?: return .null
+        case .string(let s)?: return .value(s)
+        case let other?: throw .invalidField(name, "must be a string, got \(other.typeName)")
+        }
+    }
+
+    func requiredString(_ name: String) throws(APIError) -> String {
+        guard case .value(let s) = try string(name) else { throw .invalidField(name, "is required") }
+        return s
+    }
+
+    func optionalString(_ name: String) throws(APIError) -> String? {
+        guard case .value(let s) = try string(name) else { return nil }
+        return s
+    }
+
+    func optionalBool(_ name: String) throws(APIError) -> Bool? {
+        switch object[name] {
+        case nil, .null?: return nil
+        case .bool(let b)?: return b
+        case let other?: throw .invalidField(name, "must be a boolean, got \(other.typeName)")
+        }
+    }
+
+    /// `sequence`: an unsigned 64-bit integer, parsed exactly.
+    func optionalSequence(_ name: String = "sequence") throws(APIError) -> UInt64? {
+        switch object[name] {
+        case nil, .null?: return nil
+        case let value? where value.exactUInt64 != nil: return value.exactUInt64
+        case .number?: throw .invalidField(name, "must be an integer from 0 to 18446744073709551615")
+        case let other?: throw .invalidField(name, "must be an integer, got \(other.typeName)")
+        }
+    }
+
+    /// One of an enum's raw values.
+    func optionalEnum<E: RawRepresentable & CaseIterable>(_ name: String, _ type: E.Type) throws(APIError) -> E?
+    where E.RawValue == String {
+        guard let raw = try optionalString(name) else { return nil }
+        guard let value = E(rawValue: raw) else {
+            let allowed = E.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+            throw .invalidField(name, "must be one of \(allowed)")
+        }
+        return value
+    }
+}
+
+/// Identifier checks that turn `Identifier.Problem` into `invalid_field`.
+enum FieldCheck {
+    static func deviceId(_ value: String, field: String = "deviceId") throws(APIError) -> String {
+        if let problem = Identifier.checkDeviceId(value) { throw .invalidField(field, problem.message) }
+        return value
+    }
+
+    static func activityId(_ value: String, field: String = "activityId") throws(APIError) -> String {
+        if let problem = Identifier.checkActivityId(value) { throw .invalidField(field, problem.message) }
+        return value
+    }
+
+    static func userId(_ value: String, field: String = "userId") throws(APIError) -> String {
+        if let problem = Identifier.checkUserId(value) { throw .invalidField(field, problem.message) }
+        return value
+    }
+
+    static func version(_ value: String?, field: String) throws(APIError) -> String? {
+        guard let value else { return nil }
+        if let problem = Identifier.checkVersion(value) { throw .invalidField(field, problem.message) }
+        return value
+    }
+
+    static func apnsToken(_ value: String, field: String = "token") throws(APIError) -> String {
+        switch Identifier.normalizeAPNsToken(value) {
+        case .success(let token): return token
+        case .failure(let problem): throw .invalidField(field, problem.message)
+        }
+    }
+
+    /// A percent-encoded path segment, decoded then checked.
+    static func pathSegment(_ raw: String, field: String,
+                            check: (String, String) throws(APIError) -> String) throws(APIError) -> String {
+        guard let decoded = PercentDecoding.decode(raw) else {
+            throw .invalidField(field, "is not valid percent-encoding")
+        }
+        return try check(decoded, field)
+    }
+}

@@ -1,0 +1,99 @@
+import HTTPServer
+import Registry
+
+/// `/v1/...`: a device acting on its own user's records. The user is always
+/// the JWT's `sub`; another user's `deviceId` answers as a missing device.
+extension RegistryApplication {
+    func handleDeviceAPI(_ route: Route, userId: String, _ request: HTTPRequest) async throws -> HTTPResponse {
+        switch route {
+        case .registerDevice:
+            return try await registerDevice(userId: userId, request.body)
+        case .listDevices:
+            let devices = try store.devices(userId: userId)
+            return Self.json(200, .object([("devices", .array(devices.map(Views.device)))]))
+        case .getDevice(let raw):
+            let deviceId = try FieldCheck.pathSegment(raw, field: "deviceId", check: FieldCheck.deviceId)
+            guard let device = try store.device(userId: userId, deviceId: deviceId) else {
+                throw APIError.recordNotFound("device")
+            }
+            return Self.json(200, .object([("device", Views.device(device))]))
+        case .signOut(let raw):
+            let deviceId = try FieldCheck.pathSegment(raw, field: "deviceId", check: FieldCheck.deviceId)
+            let query = try QueryParameters(request.query)
+            let sequence = try query.single("sequence").map { (text: String) throws(APIError) -> UInt64 in
+                guard let value = UInt64(exactly: text) else {
+                    throw .invalidField("sequence", "must be an integer from 0 to 18446744073709551615")
+                }
+                return value
+            }
+            try await store.signOut(userId: userId, deviceId: deviceId, sequence: sequence)
+            return Self.noContent
+        case .registerPushToStart:
+            let fields = try BodyFields(body: request.body)
+            let registration = PushToStartRegistration(
+                userId: userId,
+                deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
+                token: try FieldCheck.apnsToken(fields.requiredString("token")),
+                environment: try fields.optionalEnum("environment", APNsEnvironment.self),
+                sequence: try fields.optionalSequence())
+            let device = try await store.registerPushToStartToken(registration)
+            return Self.json(200, .object([("device", Views.device(device))]))
+        case .removePushToStart(let raw):
+            let deviceId = try FieldCheck.pathSegment(raw, field: "deviceId", check: FieldCheck.deviceId)
+            try await store.removePushToStartToken(userId: userId, deviceId: deviceId)
+            return Self.noContent
+        case .registerActivityToken(let raw):
+            let activityId = try FieldCheck.pathSegment(raw, field: "activityId", check: FieldCheck.activityId)
+            let fields = try BodyFields(body: request.body)
+            let registration = ActivityTokenRegistration(
+                activityId: activityId, userId: userId,
+                deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
+                token: try FieldCheck.apnsToken(fields.requiredString("token")),
+                environment: try fields.optionalEnum("environment", APNsEnvironment.self),
+                sequence: try fields.optionalSequence())
+            let token = try await store.registerActivityToken(registration)
+            return Self.json(200, .object([
+                ("activityId", .string(token.activityId)), ("deviceId", .string(token.deviceId)),
+                ("lastSeenAt", .string(RFC3339.format(token.lastSeenAt))),
+            ]))
+        case .removeActivityToken(let raw):
+            let activityId = try FieldCheck.pathSegment(raw, field: "activityId", check: FieldCheck.activityId)
+            let query = try QueryParameters(request.query)
+            guard let deviceId = try query.single("deviceId") else {
+                throw APIError.invalidField("deviceId", "query parameter is required")
+            }
+            try await store.removeActivityToken(activityId: activityId, userId: userId,
+                                                deviceId: try FieldCheck.deviceId(deviceId))
+            return Self.noContent
+        default:
+            throw APIError.notFound
+        }
+    }
+
+    private func registerDevice(userId: String, _ body: [UInt8]) async throws -> HTTPResponse {
+        let fields = try BodyFields(body: body)
+        let deviceId = try FieldCheck.deviceId(fields.requiredString("deviceId"))
+        let platform = try fields.optionalEnum("platform", Platform.self)
+        let pushToken: TokenUpdate
+        switch try fields.string("pushToken") {
+        case .absent: pushToken = .keep
+        case .null: pushToken = .remove
+        case .value(let token):
+            // With the platform known here, reject a bad token before the
+            // writer sees it; otherwise the store checks it against the
+            // stored platform.
+            if let platform, case .failure(let problem) = Identifier.normalizePushToken(token, platform: platform) {
+                throw APIError.invalidField("pushToken", problem.message)
+            }
+            pushToken = .set(token)
+        }
+        let registration = DeviceRegistration(
+            userId: userId, deviceId: deviceId, pushToken: pushToken, platform: platform,
+            environment: try fields.optionalEnum("environment", APNsEnvironment.self),
+            osVersion: try FieldCheck.version(fields.optionalString("osVersion"), field: "osVersion"),
+            appVersion: try FieldCheck.version(fields.optionalString("appVersion"), field: "appVersion"),
+            sequence: try fields.optionalSequence())
+        let outcome = try await store.registerDevice(registration)
+        return Self.json(outcome.created ? 201 : 200, .object([("device", Views.device(outcome.device))]))
+    }
+}

@@ -1,0 +1,108 @@
+import HTTPServer
+import Registry
+
+/// `/internal/v1/...`, `/metrics` and `/healthz`: the push sender and
+/// operators. These see tokens (sender views), so none of their answers
+/// may be logged.
+extension RegistryApplication {
+    func handleInternalAPI(_ route: Route, _ request: HTTPRequest) async throws -> HTTPResponse {
+        switch route {
+        case .userDevices(let raw):
+            let userId = try FieldCheck.pathSegment(raw, field: "userId", check: FieldCheck.userId)
+            let devices = try store.devices(userId: userId)
+            return Self.json(200, .object([("devices", .array(devices.map(Views.sender)))]))
+        case .lookupUsers:
+            return try lookupUsers(request.body)
+        case .activityTokens(let raw):
+            return try activityTokens(raw, query: request.query)
+        case .feedback:
+            return try await feedback(request.body)
+        case .sweep:
+            let fields = try BodyFields(optionalBody: request.body)
+            let counts = try await store.sweep(dryRun: try fields.optionalBool("dryRun") ?? false)
+            return Self.json(200, StatsDocument.sweep(counts))
+        case .stats:
+            return Self.json(200, StatsDocument.stats(try store.stats()))
+        case .metrics:
+            let stats = try? store.stats()
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                                body: Array(metrics.render(stats: stats).utf8))
+        case .healthz:
+            guard store.isHealthy else { throw APIError.unavailable("storage is unusable") }
+            return Self.json(200, .object([("status", .string("ok"))]))
+        default:
+            throw APIError.notFound
+        }
+    }
+
+    private func lookupUsers(_ body: [UInt8]) throws -> HTTPResponse {
+        let fields = try BodyFields(body: body)
+        guard let value = fields.object["userIds"], value != .null else {
+            throw APIError.invalidField("userIds", "is required")
+        }
+        guard case .array(let elements) = value else {
+            throw APIError.invalidField("userIds", "must be an array of strings, got \(value.typeName)")
+        }
+        guard elements.count <= configuration.maxLookupUsers else {
+            throw APIError.invalidField("userIds", "must hold at most \(configuration.maxLookupUsers) ids")
+        }
+        var userIds: [String] = []
+        for (index, element) in elements.enumerated() {
+            guard case .string(let id) = element else {
+                throw APIError.invalidField("userIds[\(index)]", "must be a string, got \(element.typeName)")
+            }
+            userIds.append(try FieldCheck.userId(id, field: "userIds[\(index)]"))
+        }
+        let found = try store.devices(userIds: userIds)
+        let members = found.filter { !$0.value.isEmpty }.sorted(by: { $0.key < $1.key })
+            .map { ($0.key, JSONWriter.Value.array($0.value.map(Views.sender))) }
+        return Self.json(200, .object([("users", .object(members))]))
+    }
+
+    private func activityTokens(_ raw: String, query: String?) throws -> HTTPResponse {
+        let activityId = try FieldCheck.pathSegment(raw, field: "activityId", check: FieldCheck.activityId)
+        let parameters = try QueryParameters(query)
+        var limit = configuration.defaultPageLimit
+        if let text = try parameters.single("limit") {
+            guard let n = UInt64(exactly: text), n >= 1, n <= UInt64(configuration.maxPageLimit) else {
+                throw APIError.invalidField("limit", "must be an integer from 1 to \(configuration.maxPageLimit)")
+            }
+            limit = Int(n)
+        }
+        let cursor = try parameters.single("cursor")
+        if let cursor, cursor.isEmpty { throw APIError.invalidField("cursor", "must not be empty") }
+        let page = try store.activityTokens(activityId: activityId, limit: limit, cursor: cursor)
+        return Self.json(200, .object([
+            ("tokens", .array(page.tokens.map(Views.activityToken))),
+            ("nextCursor", page.nextCursor.map { .string($0) } ?? .null),
+        ]))
+    }
+
+    private func feedback(_ body: [UInt8]) async throws -> HTTPResponse {
+        let fields = try BodyFields(body: body)
+        let token = try fields.requiredString("token")
+        if case .failure(let problem) = Identifier.normalizeFCMToken(token) {
+            throw APIError.invalidField("token", problem.message)
+        }
+        guard let reason = try fields.optionalEnum("reason", FeedbackReason.self) else {
+            throw APIError.invalidField("reason", "is required")
+        }
+        var before: Timestamp?
+        switch fields.object["timestamp"] {
+        case nil, .null?:
+            break
+        case .string(let text)?:
+            guard let parsed = RFC3339.parse(text) else {
+                throw APIError.invalidField("timestamp", "must be an RFC 3339 date-time or epoch milliseconds")
+            }
+            before = parsed
+        case let number? where number.exactInt64 != nil && number.exactInt64! >= 0:
+            before = Timestamp(milliseconds: number.exactInt64!)
+        default:
+            throw APIError.invalidField("timestamp", "must be an RFC 3339 date-time or epoch milliseconds")
+        }
+        let removed = try await store.removeToken(token, reason: reason, registeredBefore: before)
+        metrics.recordFeedback(reason: reason, removed: removed)
+        return Self.json(200, .object([("removed", .int(Int64(removed)))]))
+    }
+}

@@ -1,0 +1,110 @@
+import Registry
+
+/// RFC 3339 timestamps as the API writes and reads them, with no
+/// `DateFormatter` (not thread-safe to share, and slow per call).
+///
+/// Output is always UTC with milliseconds: `2026-12-02T11:04:05.123Z`.
+/// Input accepts any offset (`Z`, `+02:00`), `T`/`t` and `Z`/`z`, and any
+/// number of fractional digits (truncated to milliseconds).
+public enum RFC3339 {
+    public static func format(_ timestamp: Timestamp) -> String {
+        let ms = timestamp.milliseconds
+        let totalSeconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+        let millis = ms - totalSeconds * 1000
+        let days = totalSeconds >= 0 ? totalSeconds / 86_400 : (totalSeconds - 86_399) / 86_400
+        let secondOfDay = totalSeconds - days * 86_400
+        let (year, month, day) = civilDate(daysSinceEpoch: days)
+        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T"
+            + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
+            + "." + pad(millis, 3) + "Z"
+    }
+
+    /// `nil` when `text` is not an RFC 3339 date-time.
+    public static func parse(_ text: String) -> Timestamp? {
+        let b = Array(text.utf8)
+        guard b.count >= 20 else { return nil }
+        func number(_ at: Int, _ count: Int) -> Int64? {
+            guard at + count <= b.count else { return nil }
+            var value: Int64 = 0
+            for i in at..<at + count {
+                guard b[i] >= 0x30, b[i] <= 0x39 else { return nil }
+                value = value * 10 + Int64(b[i] - 0x30)
+            }
+            return value
+        }
+        guard let year = number(0, 4), b[4] == UInt8(ascii: "-"), let month = number(5, 2), b[7] == UInt8(ascii: "-"),
+              let day = number(8, 2), b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t"),
+              let hour = number(11, 2), b[13] == UInt8(ascii: ":"), let minute = number(14, 2),
+              b[16] == UInt8(ascii: ":"), let second = number(17, 2) else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month),
+              hour <= 23, minute <= 59, second <= 60 else { return nil }
+        var i = 19
+        var millis: Int64 = 0
+        if i < b.count, b[i] == UInt8(ascii: ".") {
+            i += 1
+            let start = i
+            while i < b.count, b[i] >= 0x30, b[i] <= 0x39 {
+                if i - start < 3 { millis = millis * 10 + Int64(b[i] - 0x30) }
+                i += 1
+            }
+            guard i > start else { return nil }
+            for _ in min(i - start, 3)..<3 { millis *= 10 }
+        }
+        guard i < b.count else { return nil }
+        var offsetSeconds: Int64 = 0
+        switch b[i] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            i += 1
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            guard let oh = number(i + 1, 2), i + 3 < b.count, b[i + 3] == UInt8(ascii: ":"),
+                  let om = number(i + 4, 2), oh <= 23, om <= 59 else { return nil }
+            offsetSeconds = (oh * 3600 + om * 60) * (b[i] == UInt8(ascii: "+") ? 1 : -1)
+            i += 6
+        default:
+            return nil
+        }
+        guard i == b.count else { return nil }
+        let days = daysSinceEpoch(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        return Timestamp(milliseconds: seconds * 1000 + millis)
+    }
+
+    private static func pad(_ value: Int64, _ width: Int) -> String {
+        let s = String(value)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+
+    private static func isLeap(_ y: Int64) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
+
+    private static func daysInMonth(year: Int64, month: Int64) -> Int64 {
+        switch month {
+        case 2: isLeap(year) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Howard Hinnant's days_from_civil.
+    private static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    /// Howard Hinnant's civil_from_days.
+    private static func civilDate(daysSinceEpoch z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// A subcommand's flags and the `REGISTRY_*` environment, resolved the way
+/// API.md says: a flag beats its environment variable. Flags are
+/// `--name value` or `--name=value`; switches (`--json`) take no value.
+struct Arguments {
+    /// A bad command line or value: printed as one line, exit status 2.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private var values: [String: String] = [:]
+    private var switches: Set<String> = []
+    private let environment: [String: String]
+
+    /// - Parameters:
+    ///   - valued: flags that take a value, without the leading `--`.
+    ///   - switches: flags that take none.
+    init(_ arguments: [String], valued: Set<String>, switches allowedSwitches: Set<String> = [],
+         environment: [String: String] = ProcessInfo.processInfo.environment) throws(Failure) {
+        self.environment = environment
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                throw Failure(description: "unexpected argument '\(argument)'")
+            }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            if allowedSwitches.contains(name) {
+                guard inlineValue == nil else { throw Failure(description: "--\(name) takes no value") }
+                switches.insert(name)
+            } else if valued.contains(name) {
+                if let inlineValue {
+                    values[name] = inlineValue
+                } else {
+                    guard index < arguments.count else { throw Failure(description: "--\(name) needs a value") }
+                    values[name] = arguments[index]
+                    index += 1
+                }
+            } else {
+                throw Failure(description: "unknown flag --\(name)")
+            }
+        }
+    }
+
+    /// The flag's value, else its `REGISTRY_*` variable's, else `nil`; with
+    /// the name to blame when the value is bad.
+    func value(_ flag: String) -> (value: String, source: String)? {
+        if let value = values[flag] { return (value, "--\(flag)") }
+        let variable = Self.variableName(flag)
+        if let value = environment[variable] { return (value, "--\(flag) (from \(variable))") }
+        return nil
+    }
+
+    func isSet(_ flag: String) -> Bool { switches.contains(flag) }
+
+    /// `--jwt-hs256-secret-file` → `REGISTRY_JWT_HS256_SECRET_FILE`.
+    static func variableName(_ flag: String) -> String {
+        "REGISTRY_" + flag.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+}

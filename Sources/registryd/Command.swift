@@ -1,0 +1,39 @@
+import Foundation
+
+/// The subcommands. Each returns the process exit status; a bad command line
+/// or value prints one line naming the flag and exits 2 before anything is
+/// written.
+enum Command {
+    static func run(_ name: String, _ arguments: [String]) -> Int32 {
+        do {
+            switch name {
+            case "serve": return try ServeCommand.run(arguments)
+            case "mint-token": return try MintTokenCommand.run(arguments)
+            case "stats", "sweep", "backup": return try OperatorCommand.run(name, arguments)
+            case "help", "--help", "-h":
+                print(usage)
+                return 0
+            default:
+                throw Arguments.Failure(description: "unknown subcommand '\(name)'")
+            }
+        } catch let failure as Arguments.Failure {
+            fputs("registryd \(name): \(failure.description)\n", stderr)
+            return 2
+        } catch {
+            fputs("registryd \(name): \(error)\n", stderr)
+            return 1
+        }
+    }
+
+    static let usage = """
+        usage: registryd [serve] [--data-dir DIR] [--listen HOST:PORT] [--jwt-hs256-secret-file F]
+                         [--jwt-jwks-file F] [--jwt-issuer S] [--jwt-audience S] [--internal-api-key-file F]
+                         [--device-ttl D] [--activity-ttl D] [--sweep-interval D] [--max-devices-per-user N]
+                         [--log-level debug|info|warning|error]
+               registryd mint-token --user U [--ttl D] [--data-dir DIR] [--jwt-hs256-secret-file F]
+               registryd stats --json [--data-dir DIR]
+               registryd sweep [--dry-run] [--data-dir DIR] [--device-ttl D] [--activity-ttl D]
+               registryd backup --to DIR [--data-dir DIR]
+        Every flag also reads REGISTRY_<FLAG> (e.g. REGISTRY_DATA_DIR); a flag beats its variable.
+        """
+}

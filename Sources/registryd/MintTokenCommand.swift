@@ -1,0 +1,44 @@
+import Foundation
+import JWT
+import Registry
+
+/// `registryd mint-token --user U [--ttl D]`: prints an HS256 JWT for trying
+/// the API by hand, signed with the configured secret or else the generated
+/// one (generated now if `serve` would generate it too), and carrying the
+/// configured issuer and audience so `serve` accepts it.
+enum MintTokenCommand {
+    static func run(_ rawArguments: [String]) throws -> Int32 {
+        let arguments = try Arguments(rawArguments, valued: Settings.serveFlags.union(["user", "ttl"]))
+        let settings = try Settings(arguments)
+        guard let (user, source) = arguments.value("user") else {
+            throw Arguments.Failure(description: "--user is required")
+        }
+        if let problem = Identifier.checkUserId(user) {
+            throw Arguments.Failure(description: "\(source) \(problem.message)")
+        }
+        var ttl: Int64 = 3600
+        if let (value, source) = arguments.value("ttl") {
+            guard let seconds = ValueParsing.duration(value) else {
+                throw Arguments.Failure(description: "\(source) \(ValueParsing.durationRule), got '\(value)'")
+            }
+            ttl = seconds
+        }
+        let keys = try AuthKeys.configured(settings)
+        let secret: [UInt8]
+        if let configured = keys.hs256Secret {
+            secret = configured
+        } else {
+            let generatedPath = settings.secretsDirectory + "/" + Secrets.generatedHS256Name
+            guard keys.jwks == nil || FileManager.default.fileExists(atPath: generatedPath) else {
+                throw Arguments.Failure(description: "--jwt-hs256-secret-file: no HS256 secret is configured (only a JWKS)")
+            }
+            secret = try Secrets.loadOrGenerate(directory: settings.secretsDirectory, name: Secrets.generatedHS256Name).bytes
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        var claims: [String: JWTClaimValue] = ["sub": .string(user), "iat": .int(now), "exp": .int(now + ttl)]
+        if let issuer = settings.issuer { claims["iss"] = .string(issuer) }
+        if let audience = settings.audience { claims["aud"] = .string(audience) }
+        print(JWTSigner.hs256(claims: claims, secret: secret))
+        return 0
+    }
+}

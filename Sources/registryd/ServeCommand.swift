@@ -1,0 +1,98 @@
+import Foundation
+import Glibc
+import HTTPServer
+import JWT
+import Registry
+import RegistryHTTP
+
+/// `registryd serve`: wires the store, the sweeper and the HTTP server, then
+/// waits for SIGTERM/SIGINT.
+///
+/// Order matters: every flag and key file is validated before anything is
+/// written; signals are blocked before any thread starts, so only the main
+/// thread's `sigtimedwait` sees them; shutdown stops accepting and drains
+/// requests in flight, stops the sweeper, lets the writer commit what it has
+/// and closes the environment. If a commit fails (storage unusable), the
+/// process exits 1 so its supervisor can restart it: nothing after a failed
+/// fsync is trusted.
+enum ServeCommand {
+    static func run(_ rawArguments: [String]) throws -> Int32 {
+        let arguments = try Arguments(rawArguments, valued: Settings.serveFlags)
+        let settings = try Settings(arguments)
+        let keys = try AuthKeys.configured(settings)
+        let logger = Logger(minimumLevel: settings.logLevel)
+
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let auth = try keys.completed(settings, logger: logger)
+        let metrics = RegistryMetrics()
+        var storeConfiguration = LMDBRegistryStore.Configuration(directory: settings.storeDirectory)
+        storeConfiguration.maxDevicesPerUser = settings.maxDevicesPerUser
+        storeConfiguration.deviceTTLSeconds = settings.deviceTTLSeconds
+        storeConfiguration.activityTTLSeconds = settings.activityTTLSeconds
+        storeConfiguration.onCommit = { report in metrics.recordCommit(report) }
+        let store = try LMDBRegistryStore(configuration: storeConfiguration)
+
+        let sweeper = Sweeper(store: store, intervalSeconds: Double(settings.sweepIntervalSeconds)) { result, seconds in
+            metrics.recordSweep(result, seconds: seconds)
+            switch result {
+            case .success(let counts):
+                logger.info("sweep", [("devices", .int(Int64(counts.devices))),
+                                      ("pushToStartTokens", .int(Int64(counts.pushToStartTokens))),
+                                      ("activityTokens", .int(Int64(counts.activityTokens))),
+                                      ("tombstones", .int(Int64(counts.tombstones))),
+                                      ("seconds", .string(String(format: "%.3f", seconds)))])
+            case .failure(let error):
+                logger.error("sweep_failed", [("error", .string(String(describing: error)))])
+            }
+        }
+        let application = RegistryApplication(
+            store: store,
+            authenticator: Authenticator(verifier: JWTVerifier(configuration: auth.jwt),
+                                         internalAPIKey: auth.internalAPIKey, clock: SystemClock()),
+            metrics: metrics, logger: logger)
+        var serverConfiguration = HTTPServerConfiguration()
+        serverConfiguration.host = settings.host
+        serverConfiguration.port = settings.port
+        let server = HTTPServer(configuration: serverConfiguration, application: application)
+        do {
+            try server.start()
+        } catch {
+            store.shutdown()
+            throw Arguments.Failure(description: "--listen: \(error)")
+        }
+        sweeper.start()
+        let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
+        logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)")),
+                                  ("dataDir", .string(settings.dataDirectory))])
+
+        let status = waitForStop(signals, store: store, logger: logger)
+        server.stop()
+        sweeper.stop()
+        store.shutdown()
+        logger.info("stopped", [("status", .int(Int64(status)))])
+        return status
+    }
+
+    /// Blocks until SIGTERM/SIGINT (exit 0) or the store turns unhealthy (exit 1).
+    private static func waitForStop(_ signals: sigset_t, store: LMDBRegistryStore, logger: Logger) -> Int32 {
+        var set = signals
+        var timeout = timespec(tv_sec: 1, tv_nsec: 0)
+        while true {
+            let received = sigtimedwait(&set, nil, &timeout)
+            if received == SIGTERM || received == SIGINT {
+                logger.info("stopping", [("signal", .string(received == SIGTERM ? "SIGTERM" : "SIGINT"))])
+                return 0
+            }
+            if !store.isHealthy {
+                logger.error("storage_unusable", [("action", .string("exiting so the supervisor restarts the process"))])
+                return 1
+            }
+        }
+    }
+}

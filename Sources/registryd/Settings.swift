@@ -1,0 +1,82 @@
+import Foundation
+import JWT
+import RegistryHTTP
+
+/// Everything `serve` and the operator subcommands are configured with,
+/// resolved and validated from flags and environment before anything is
+/// written, so a bad value stops the process naming the flag.
+struct Settings {
+    var dataDirectory = "./registry-data"
+    var host = "127.0.0.1"
+    var port: UInt16 = 8080
+    var hs256SecretFile: String?
+    var jwksFile: String?
+    var issuer: String?
+    var audience: String?
+    var internalAPIKeyFile: String?
+    var deviceTTLSeconds: Int64 = 90 * 86_400
+    var activityTTLSeconds: Int64 = 90 * 86_400
+    var sweepIntervalSeconds: Int64 = 3600
+    var maxDevicesPerUser = 20
+    var logLevel = Logger.Level.info
+
+    /// The flags every data-directory command shares, and those only `serve` reads.
+    static let storeFlags: Set<String> = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user", "log-level"]
+    static let authFlags: Set<String> = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience",
+                                         "internal-api-key-file"]
+    static let serveFlags: Set<String> = storeFlags.union(authFlags).union(["listen", "sweep-interval"])
+
+    init(_ arguments: Arguments) throws(Arguments.Failure) {
+        if let (value, source) = arguments.value("data-dir") {
+            guard !value.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
+            dataDirectory = value
+        }
+        if let (value, source) = arguments.value("listen") {
+            guard let address = ValueParsing.listenAddress(value) else {
+                throw Arguments.Failure(description: "\(source) must be HOST:PORT with an IP address or localhost, e.g. 127.0.0.1:8080 or [::1]:8080")
+            }
+            (host, port) = address
+        }
+        hs256SecretFile = try Self.path(arguments, "jwt-hs256-secret-file")
+        jwksFile = try Self.path(arguments, "jwt-jwks-file")
+        internalAPIKeyFile = try Self.path(arguments, "internal-api-key-file")
+        issuer = try Self.nonEmpty(arguments, "jwt-issuer")
+        audience = try Self.nonEmpty(arguments, "jwt-audience")
+        deviceTTLSeconds = try Self.duration(arguments, "device-ttl") ?? deviceTTLSeconds
+        activityTTLSeconds = try Self.duration(arguments, "activity-ttl") ?? activityTTLSeconds
+        sweepIntervalSeconds = try Self.duration(arguments, "sweep-interval") ?? sweepIntervalSeconds
+        if let (value, source) = arguments.value("max-devices-per-user") {
+            guard let n = ValueParsing.positiveInt(value, max: 10_000) else {
+                throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 10000")
+            }
+            maxDevicesPerUser = n
+        }
+        if let (value, source) = arguments.value("log-level") {
+            guard let level = Logger.Level(name: value) else {
+                throw Arguments.Failure(description: "\(source) must be one of debug, info, warning, error")
+            }
+            logLevel = level
+        }
+    }
+
+    var storeDirectory: String { dataDirectory + "/lmdb" }
+    var secretsDirectory: String { dataDirectory + "/secrets" }
+
+    private static func path(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
+        guard let (value, source) = arguments.value(flag) else { return nil }
+        guard !value.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
+        return value
+    }
+
+    private static func nonEmpty(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
+        try path(arguments, flag)
+    }
+
+    private static func duration(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> Int64? {
+        guard let (value, source) = arguments.value(flag) else { return nil }
+        guard let seconds = ValueParsing.duration(value) else {
+            throw Arguments.Failure(description: "\(source) \(ValueParsing.durationRule), got '\(value)'")
+        }
+        return seconds
+    }
+}

@@ -1,0 +1,33 @@
+import Registry
+import Testing
+@testable import RegistryHTTP
+
+@Suite struct RFC3339Tests {
+    @Test func formatsUTCWithMilliseconds() {
+        #expect(RFC3339.format(Timestamp(milliseconds: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(RFC3339.format(Timestamp(milliseconds: 1_796_209_445_123)) == "2026-12-02T11:04:05.123Z")
+        #expect(RFC3339.format(Timestamp(milliseconds: 951_782_400_000)) == "2000-02-29T00:00:00.000Z")
+        #expect(RFC3339.format(Timestamp(milliseconds: -1)) == "1969-12-31T23:59:59.999Z")
+    }
+
+    @Test func parsesOffsetsAndFractions() {
+        #expect(RFC3339.parse("2026-12-02T11:04:05.123Z")?.milliseconds == 1_796_209_445_123)
+        #expect(RFC3339.parse("2026-12-02T12:04:05.123+01:00")?.milliseconds == 1_796_209_445_123)
+        #expect(RFC3339.parse("2026-12-02t11:04:05z")?.milliseconds == 1_796_209_445_000)
+        #expect(RFC3339.parse("2026-12-02T11:04:05.123456789Z")?.milliseconds == 1_796_209_445_123)
+        #expect(RFC3339.parse("2026-12-02T11:04:05.1Z")?.milliseconds == 1_796_209_445_100)
+    }
+
+    @Test(arguments: ["", "2026-12-02", "2026-12-02T11:04:05", "2026-13-02T11:04:05Z", "2026-02-30T00:00:00Z",
+                      "2026-12-02T24:00:00Z", "2026-12-02T11:04:05.Z", "2026-12-02T11:04:05+0100", "x026-12-02T11:04:05Z",
+                      "2026-12-02T11:04:05Zjunk"])
+    func rejectsMalformed(_ text: String) {
+        #expect(RFC3339.parse(text) == nil)
+    }
+
+    @Test func roundTrips() {
+        for ms: Int64 in [0, 1, 999, 86_399_999, 1_700_000_000_000, 4_102_444_800_000] {
+            #expect(RFC3339.parse(RFC3339.format(Timestamp(milliseconds: ms)))?.milliseconds == ms)
+        }
+    }
+}
