@@ -17,12 +17,16 @@ enum Command {
                 throw Arguments.Failure(description: "unknown subcommand '\(name)'")
             }
         } catch let failure as Arguments.Failure {
-            fputs("registryd \(name): \(failure.description)\n", stderr)
+            printError("registryd \(name): \(failure.description)")
             return 2
         } catch {
-            fputs("registryd \(name): \(error)\n", stderr)
+            printError("registryd \(name): \(error)")
             return 1
         }
+    }
+
+    private static func printError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
     static let usage = """

@@ -115,6 +115,7 @@ struct Harness {
     }
 
     /// Sends a request through `head` then `handle`, as the server adapter does.
+    @discardableResult
     func send(_ method: String, _ target: String, body: String? = nil, as caller: Caller = .user("alice"),
               contentType: String? = "application/json", headers extra: [(String, String)] = []) async -> Reply {
         var headers: [(String, String)] = extra

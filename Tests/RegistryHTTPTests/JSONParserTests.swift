@@ -58,7 +58,7 @@ import Testing
         }
     }
 
-    @Test func writerEscapesEverythingACallerCouldSend() {
+    @Test func writerEscapesEverythingACallerCouldSend() throws {
         let text = "a\"b\\c\n\u{01}\u{7F}\u{2028}é"
         let encoded = String(decoding: JSONWriter.encode(.string(text)), as: UTF8.self)
         #expect(encoded == #""a\"b\\c\n\u0001\u007f\u2028é""#)

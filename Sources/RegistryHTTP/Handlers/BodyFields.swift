@@ -21,9 +21,11 @@ struct BodyFields {
         self.object = object
     }
 
+    private init(object: JSONObject) { self.object = object }
+
     /// An optional body: empty means `{}`.
     init(optionalBody body: [UInt8]) throws(APIError) {
-        if body.isEmpty { self.object = JSONObject() } else { try self.init(body: body) }
+        if body.isEmpty { self.init(object: JSONObject()) } else { try self.init(body: body) }
     }
 
     /// Present-and-not-null, present-null, or absent.

@@ -36,8 +36,7 @@ public final class Logger: Sendable {
     public init(minimumLevel: Level = .info, sink: (@Sendable ([UInt8]) -> Void)? = nil) {
         self.minimumLevel = minimumLevel
         self.sink = sink ?? { line in
-            line.withUnsafeBufferPointer { buffer in _ = fwrite(buffer.baseAddress, 1, buffer.count, stderr) }
-            fflush(stderr)
+            line.withUnsafeBufferPointer { buffer in _ = write(STDERR_FILENO, buffer.baseAddress, buffer.count) }
         }
     }
 

@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The built `registryd` binary, run as a user would: no flags, real
+/// sockets, signals. These pin the executable's contract (flags, generated
+/// secrets, mint-token, clean shutdown), not the routes (see the router tests).
+@Suite(.serialized) struct ExecutableTests {
+    /// `registryd` sits next to the test bundle in SwiftPM's build directory.
+    static let binary: String = {
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while url.path != "/" {
+            let candidate = url.appendingPathComponent("registryd").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            url.deleteLastPathComponent()
+        }
+        return "registryd"
+    }()
+
+    private func makeDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("registryd-exe-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Runs `registryd` to completion; returns status, stdout, stderr.
+    private func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// A running server and the port it bound.
+    private final class Server {
+        let process = Process()
+        let stderr = Pipe()
+        var port = 0
+        var log = ""
+
+        init(arguments: [String], directory: String) throws {
+            process.executableURL = URL(fileURLWithPath: ExecutableTests.binary)
+            process.arguments = ["serve", "--listen", "127.0.0.1:0"] + arguments
+            process.currentDirectoryURL = URL(fileURLWithPath: directory)
+            process.standardError = stderr
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(20)
+            while port == 0, Date() < deadline {
+                let chunk = stderr.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                log += String(decoding: chunk, as: UTF8.self)
+                if let range = log.range(of: #""address":"127.0.0.1:"#) {
+                    port = Int(log[range.upperBound...].prefix(while: \.isNumber)) ?? 0
+                }
+            }
+        }
+
+        func stop() -> Int32 {
+            process.terminate()
+            process.waitUntilExit()
+            log += String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return process.terminationStatus
+        }
+    }
+
+    private func request(_ method: String, _ port: Int, _ path: String, bearer: String? = nil,
+                         body: String? = nil) async throws -> (Int, String) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(body.utf8)
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func servesWithNoFlagsAndStopsCleanlyOnSIGTERM() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try Server(arguments: [], directory: directory)
+        #expect(server.port > 0, "log: \(server.log)")
+        let secrets = directory + "/registry-data/secrets"
+        for name in ["jwt-hs256.secret", "internal-api.key"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: secrets + "/" + name)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "\(name)")
+        }
+        let health = try await request("GET", server.port, "/healthz")
+        #expect(health.0 == 200)
+        #expect(health.1 == #"{"status":"ok"}"#)
+
+        let (minted, jwt, _) = try run(["mint-token", "--user", "alice"], in: directory)
+        #expect(minted == 0)
+        let token = jwt.trimmingCharacters(in: .whitespacesAndNewlines)
+        let created = try await request("POST", server.port, "/v1/devices", bearer: token,
+                                        body: #"{"deviceId": "d1", "pushToken": "\#(String(repeating: "ab", count: 32))"}"#)
+        #expect(created.0 == 201)
+        let apiKey = try String(contentsOfFile: secrets + "/internal-api.key", encoding: .utf8)
+            .trimmingCharacters(in: .newlines)
+        let sender = try await request("GET", server.port, "/internal/v1/users/alice/devices", bearer: apiKey)
+        #expect(sender.1.contains(String(repeating: "ab", count: 32)))
+        #expect(server.stop() == 0)
+        #expect(server.log.contains(#""event":"stopped""#))
+        #expect(!server.log.contains(apiKey))
+        #expect(!server.log.contains(String(repeating: "ab", count: 32)))
+
+        let (statsStatus, stats, _) = try run(["stats", "--json"], in: directory)
+        #expect(statsStatus == 0)
+        #expect(stats.contains(#""counts":{"devices":1,"#))
+    }
+
+    @Test(arguments: [
+        (["--device-ttl", "0"], "--device-ttl"),
+        (["--sweep-interval", "5x"], "--sweep-interval"),
+        (["--listen", "nowhere"], "--listen"),
+        (["--max-devices-per-user", "-3"], "--max-devices-per-user"),
+        (["--jwt-jwks-file", "/nonexistent/jwks.json"], "--jwt-jwks-file"),
+        (["--bogus"], "--bogus"),
+    ])
+    func badFlagStopsBeforeWritingAnything(_ arguments: [String], _ flag: String) throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (status, _, stderr) = try run(["serve"] + arguments, in: directory)
+        #expect(status != 0)
+        #expect(stderr.contains(flag), "\(stderr)")
+        #expect(stderr.split(separator: "\n").count == 1)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/registry-data"))
+    }
+
+    @Test func badEnvironmentValueNamesTheFlagAndAFlagBeatsIt() throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (status, _, stderr) = try run(["serve"], in: directory, environment: ["REGISTRY_DEVICE_TTL": "soon"])
+        #expect(status == 2)
+        #expect(stderr.contains("--device-ttl"))
+        #expect(stderr.contains("REGISTRY_DEVICE_TTL"))
+        let (minted, _, mintErr) = try run(["mint-token", "--user", "u", "--device-ttl", "1d"], in: directory,
+                                           environment: ["REGISTRY_DEVICE_TTL": "soon"])
+        #expect(minted == 0, "\(mintErr)")
+    }
+}
