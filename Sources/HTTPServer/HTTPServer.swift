@@ -1,0 +1,112 @@
+import CMicroHTTPD
+import Foundation
+import Glibc
+import Synchronization
+
+/// An HTTP/1.1 server over libmicrohttpd that hands complete requests to an
+/// `HTTPApplication` as plain values.
+///
+/// libmicrohttpd runs an epoll worker pool of `threads` threads; each request
+/// is parsed and framed there, and the application's `handle` runs as a Swift
+/// task while the connection is suspended, so slow handlers cost no thread.
+/// Limits: HTTP/1.1 and 1.0 only (no TLS, no HTTP/2), one listening address.
+public final class HTTPServer: Sendable {
+    /// libmicrohttpd's daemon handle. Sendable by contract: the calls made
+    /// on it (quiesce, stop, info) are documented safe from any thread, and
+    /// `lifecycle` serialises start against stop.
+    private struct Daemon: @unchecked Sendable {
+        let raw: OpaquePointer
+    }
+
+    private enum Lifecycle {
+        case idle
+        case running(Daemon)
+        case stopped
+    }
+
+    private let core: ServerCore
+    private let lifecycle = Mutex<Lifecycle>(.idle)
+    private let port = Atomic<UInt16>(0)
+
+    /// How long `stop` lets in-flight requests finish before answering them 503.
+    public static let drainTimeout: Duration = .seconds(10)
+
+    public init(configuration: HTTPServerConfiguration, application: any HTTPApplication) {
+        core = ServerCore(application: application, configuration: configuration)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Binds and starts serving. Throws `HTTPServerError` naming the address
+    /// when the host is not a literal or the address cannot be listened on.
+    public func start() throws {
+        let configuration = core.configuration
+        try lifecycle.withLock { phase in
+            guard case .idle = phase else { throw HTTPServerError.alreadyStarted }
+            guard let address = SocketAddress(host: configuration.host, port: configuration.port) else {
+                throw HTTPServerError.invalidHost(configuration.host)
+            }
+            var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+            let cls = Unmanaged.passUnretained(core).toOpaque()
+            errno = 0
+            let started = address.withSockaddr { sockaddr in
+                registryd_mhd_start(UInt32(flags), configuration.port, sockaddr,
+                                    accessRequest, requestCompleted, connectionChanged, requestStarted, cls,
+                                    UInt32(clamping: configuration.threads),
+                                    UInt32(clamping: configuration.connectionLimit),
+                                    UInt32(clamping: configuration.perIPConnectionLimit),
+                                    UInt32(clamping: configuration.idleTimeoutSeconds),
+                                    configuration.connectionMemoryLimit)
+            }
+            guard let started else {
+                let reason = errno == 0 ? "libmicrohttpd could not start" : String(cString: strerror(errno))
+                throw HTTPServerError.cannotListen(
+                    address: SocketAddress.display(host: configuration.host, port: configuration.port), reason: reason)
+            }
+            port.store(registryd_mhd_bound_port(started), ordering: .releasing)
+            phase = .running(Daemon(raw: started))
+        }
+    }
+
+    /// The port actually listened on (the chosen one when configured with 0); 0 before `start`.
+    public var boundPort: UInt16 { port.load(ordering: .acquiring) }
+
+    /// Open client connections, idle keep-alive ones included.
+    public var activeConnections: Int { core.connections.load(ordering: .relaxed) }
+
+    /// Graceful stop: stop accepting (MHD_quiesce_daemon), let in-flight requests finish (bounded wait, e.g. 10 s),
+    /// close idle keep-alive connections, stop the daemon. Idempotent.
+    ///
+    /// Meanwhile a request arriving on an open connection is answered 503
+    /// `unavailable` with `Retry-After: 1` and closed. Connections made after
+    /// the quiesce wait in the kernel's backlog and are reset when the
+    /// listening socket closes. Handlers still running at the deadline are
+    /// answered 503 for; their tasks run on but their answers are dropped.
+    public func stop() {
+        let daemon = lifecycle.withLock { phase -> Daemon? in
+            guard case .running(let daemon) = phase else {
+                phase = .stopped
+                return nil
+            }
+            phase = .stopped
+            return daemon
+        }
+        guard let daemon else { return }
+        core.stopping.store(true, ordering: .releasing)
+        let listener = MHD_quiesce_daemon(daemon.raw)
+        waitForLiveRequests(until: .now + Self.drainTimeout)
+        core.abandonRunningHandlers()
+        waitForLiveRequests(until: .now + .seconds(1))
+        MHD_stop_daemon(daemon.raw)
+        if listener >= 0 { close(listener) }
+    }
+
+    private func waitForLiveRequests(until deadline: ContinuousClock.Instant) {
+        while core.liveRequests.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
+            usleep(5_000)
+        }
+    }
+}

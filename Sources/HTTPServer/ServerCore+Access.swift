@@ -1,0 +1,96 @@
+import CMicroHTTPD
+
+/// The access handler's state machine: libmicrohttpd calls it once when the
+/// headers are complete, once per arriving piece of body, once with no data
+/// when the body is complete, and again after each resume.
+extension ServerCore {
+    /// `upload` holds `size.pointee` body bytes; setting it to 0 consumes them.
+    func access(_ state: RequestState, connection: OpaquePointer, method: String, version: String,
+                upload: UnsafeRawPointer?, size: UnsafeMutablePointer<Int>) -> MHD_Result {
+        switch state.phase {
+        case .awaitingHeaders:
+            return begin(state, connection: connection, method: method, version: version)
+        case .readingBody(let limit):
+            let count = size.pointee
+            guard count > 0 else { return dispatch(state, connection: connection) }
+            size.pointee = 0
+            if state.body.count + count > limit {
+                state.body = []
+                return answer(state, connection: connection,
+                              .error(status: 413, code: "payload_too_large",
+                                     message: "request body exceeds \(limit) bytes", closeConnection: true))
+            }
+            if let upload { state.body.append(contentsOf: UnsafeRawBufferPointer(start: upload, count: count)) }
+            return .YES
+        case .answerWhenComplete(let response):
+            guard size.pointee == 0 else {
+                size.pointee = 0
+                return .YES
+            }
+            return answer(state, connection: connection, response)
+        case .handling:
+            guard let response = state.takeResponse() else { return .YES }
+            return answer(state, connection: connection, response)
+        case .answered:
+            size.pointee = 0
+            return .YES
+        }
+    }
+
+    /// Headers are complete: build the head request, check framing, ask the application.
+    private func begin(_ state: RequestState, connection: OpaquePointer, method: String, version: String) -> MHD_Result {
+        let collected = HeaderCollector.collect(from: connection)
+        let target = HTTPRequest.splitTarget(state.target)
+        let requestLine = method.utf8.count + 1 + state.target.utf8.count + 1 + version.utf8.count + 2
+        state.request = HTTPRequest(method: method, path: target.path, query: target.query, version: version)
+        state.request.headers = collected.headers
+        if stopping.load(ordering: .acquiring) {
+            return answer(state, connection: connection, Self.unavailable)
+        }
+        switch RequestFraming.check(collected.headers, headerBytes: requestLine + collected.bytes,
+                                    maxHeaderBytes: configuration.maxHeaderBytes) {
+        case .reject(let response):
+            return answer(state, connection: connection, response)
+        case .accept(let expectsBody):
+            switch application.head(state.request) {
+            case .readBody(let maxBytes):
+                state.phase = .readingBody(limit: maxBytes)
+                return .YES
+            case .respond(var response):
+                guard expectsBody else {
+                    state.phase = .answerWhenComplete(response)
+                    return .YES
+                }
+                response.closeConnection = true
+                return answer(state, connection: connection, response)
+            }
+        }
+    }
+
+    /// The body is complete: suspend the connection and run the handler as a task.
+    private func dispatch(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        var request = state.request
+        request.body = state.body
+        state.body = []
+        guard admitToHandling(state) else {
+            return answer(state, connection: connection, Self.unavailable)
+        }
+        state.phase = .handling
+        if let forced = state.suspend(connection) {
+            handlingFinished(state)
+            return answer(state, connection: connection, forced)
+        }
+        let application = self.application
+        Task {
+            let response = await application.handle(request)
+            state.finish(response)
+            self.handlingFinished(state)
+        }
+        return .YES
+    }
+
+    private func answer(_ state: RequestState, connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {
+        state.phase = .answered
+        return ResponseWriter.queue(response, on: connection)
+    }
+}
