@@ -1,0 +1,64 @@
+import Foundation
+import HTTPServer
+
+/// The application the live tests run: it echoes what it received in
+/// headers and body, refuses `/forbidden` from `head`, sleeps on `/slow`,
+/// and enforces a small body limit including the declared-size check the
+/// real application owns.
+struct EchoApplication: HTTPApplication {
+    var maxBodyBytes = 1024
+    var slowMilliseconds = 200
+
+    func head(_ request: HTTPRequest) -> HeadDecision {
+        if request.path == "/forbidden" {
+            return .respond(.error(status: 403, code: "forbidden", message: "not for you"))
+        }
+        if let declared = request.headers["Content-Length"].flatMap({ Int($0) }), declared > maxBodyBytes {
+            return .respond(.error(status: 413, code: "payload_too_large", message: "declared body too large"))
+        }
+        return .readBody(maxBytes: maxBodyBytes)
+    }
+
+    func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        if request.path == "/slow" {
+            try? await Task.sleep(for: .milliseconds(slowMilliseconds))
+        }
+        return HTTPResponse(status: 200, headers: [
+            ("X-Method", request.method),
+            ("X-Path", request.path),
+            ("X-Query", request.query ?? "<none>"),
+            ("X-Version", request.version),
+            ("X-Header-Count", String(request.headers.values("X-Repeat").count)),
+        ], body: request.body)
+    }
+}
+
+/// Starts a server on a free loopback port; the caller stops it.
+func makeServer(_ application: any HTTPApplication = EchoApplication(),
+                configure: (inout HTTPServerConfiguration) -> Void = { _ in }) throws -> HTTPServer {
+    var configuration = HTTPServerConfiguration()
+    configuration.port = 0
+    configuration.threads = 2
+    configure(&configuration)
+    let server = HTTPServer(configuration: configuration, application: application)
+    try server.start()
+    return server
+}
+
+/// Runs blocking socket work on its own thread, so it never occupies the
+/// cooperative pool the server's handler tasks need.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            continuation.resume(with: Result { try work() })
+        }
+        thread.start()
+    }
+}
+
+/// One request on a fresh connection.
+func exchange(_ port: UInt16, _ request: String) throws -> RawClient.Response {
+    let client = try RawClient(port: port)
+    try client.send(request)
+    return try client.readResponse()
+}
