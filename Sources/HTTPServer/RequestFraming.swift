@@ -8,9 +8,17 @@
 /// These checks reject what it would let through, so request smuggling
 /// through disagreeing framing headers is refused here.
 enum RequestFraming {
+    /// How the request's body is delimited.
+    enum Body: Equatable {
+        case none
+        case length(Int)
+        case chunked
+
+        var expected: Bool { self != .none }
+    }
+
     enum Verdict {
-        /// Acceptable; `expectsBody` says whether body bytes will follow.
-        case accept(expectsBody: Bool)
+        case accept(Body)
         case reject(HTTPResponse)
     }
 
@@ -31,9 +39,9 @@ enum RequestFraming {
             guard codings == ["chunked"] else {
                 return badRequest("Transfer-Encoding must be chunked")
             }
-            return .accept(expectsBody: true)
+            return .accept(.chunked)
         }
-        guard !lengths.isEmpty else { return .accept(expectsBody: false) }
+        guard !lengths.isEmpty else { return .accept(.none) }
         let items = lengths.flatMap(listItems)
         guard !items.isEmpty, items.allSatisfy(isDecimal) else {
             return badRequest("Content-Length is not a number")
@@ -41,7 +49,7 @@ enum RequestFraming {
         guard Set(items.map(stripLeadingZeros)).count == 1, let length = Int(items[0]) else {
             return badRequest("conflicting Content-Length headers")
         }
-        return .accept(expectsBody: length > 0)
+        return .accept(length > 0 ? .length(length) : .none)
     }
 
     private static func badRequest(_ message: String) -> Verdict {

@@ -29,9 +29,11 @@ final class RequestState: @unchecked Sendable {
         case awaitingHeaders
         /// Body bytes are being collected, up to the limit.
         case readingBody(limit: Int)
-        /// `head` answered a bodiless request; queue this on the final call,
-        /// which keeps the connection alive.
-        case answerWhenComplete(HTTPResponse)
+        /// `head` answered a bodiless request, or a chunked body overran its
+        /// limit: queue this on the final call (libmicrohttpd 0.9.75 refuses
+        /// a response queued mid-body), dropping at most `discard` more body
+        /// bytes meanwhile.
+        case answerWhenComplete(HTTPResponse, discard: Int)
         /// Suspended while `handle` runs; the response arrives in `completion`.
         case handling
         /// A response is queued; any further body bytes are dropped.

@@ -16,18 +16,18 @@ extension ServerCore {
             size.pointee = 0
             if state.body.count + count > limit {
                 state.body = []
-                return answer(state, connection: connection,
-                              .error(status: 413, code: "payload_too_large",
-                                     message: "request body exceeds \(limit) bytes", closeConnection: true))
+                state.phase = .answerWhenComplete(Self.tooLarge(limit), discard: max(limit, Self.minimumDiscard) - count)
+                return .YES
             }
             if let upload { state.body.append(contentsOf: UnsafeRawBufferPointer(start: upload, count: count)) }
             return .YES
-        case .answerWhenComplete(let response):
-            guard size.pointee == 0 else {
-                size.pointee = 0
-                return .YES
-            }
-            return answer(state, connection: connection, response)
+        case .answerWhenComplete(let response, let discard):
+            let count = size.pointee
+            guard count > 0 else { return answer(state, connection: connection, response) }
+            size.pointee = 0
+            guard count <= discard else { return .NO }
+            state.phase = .answerWhenComplete(response, discard: discard - count)
+            return .YES
         case .handling:
             guard let response = state.takeResponse() else { return .YES }
             return answer(state, connection: connection, response)
@@ -51,14 +51,17 @@ extension ServerCore {
                                     maxHeaderBytes: configuration.maxHeaderBytes) {
         case .reject(let response):
             return answer(state, connection: connection, response)
-        case .accept(let expectsBody):
+        case .accept(let body):
             switch application.head(state.request) {
             case .readBody(let maxBytes):
+                if case .length(let declared) = body, declared > maxBytes {
+                    return answer(state, connection: connection, Self.tooLarge(maxBytes))
+                }
                 state.phase = .readingBody(limit: maxBytes)
                 return .YES
             case .respond(var response):
-                guard expectsBody else {
-                    state.phase = .answerWhenComplete(response)
+                guard body.expected else {
+                    state.phase = .answerWhenComplete(response, discard: 0)
                     return .YES
                 }
                 response.closeConnection = true
@@ -87,6 +90,15 @@ extension ServerCore {
             self.handlingFinished(state)
         }
         return .YES
+    }
+
+    /// How much of an overrunning chunked body is read and dropped so its
+    /// 413 can still be sent; past this the connection is cut unanswered.
+    static let minimumDiscard = 64 * 1024
+
+    private static func tooLarge(_ limit: Int) -> HTTPResponse {
+        .error(status: 413, code: "payload_too_large", message: "request body exceeds \(limit) bytes",
+               closeConnection: true)
     }
 
     private func answer(_ state: RequestState, connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {

@@ -28,12 +28,12 @@ import Testing
         #expect(HTTPRequest.splitTarget("/empty?") == ("/empty", ""))
     }
 
-    @Test func framingAcceptsSingleOrRepeatedEqualContentLength() {
-        #expect(accepts([("Content-Length", "5")]) == true)
-        #expect(accepts([("Content-Length", "5"), ("content-length", "005")]) == true)
-        #expect(accepts([("Content-Length", "0")]) == false)
-        #expect(accepts([]) == false)
-        #expect(accepts([("Transfer-Encoding", "Chunked")]) == true)
+    @Test func framingReportsBodyFramingForAcceptedRequests() {
+        #expect(accepts([("Content-Length", "5")]) == .length(5))
+        #expect(accepts([("Content-Length", "5"), ("content-length", "005")]) == .length(5))
+        #expect(accepts([("Content-Length", "0")]) == RequestFraming.Body.none)
+        #expect(accepts([]) == RequestFraming.Body.none)
+        #expect(accepts([("Transfer-Encoding", "Chunked")]) == .chunked)
     }
 
     @Test func framingRejectsDisagreeingOrUnknownFraming() {
@@ -56,11 +56,11 @@ import Testing
         #expect(String(decoding: response.body, as: UTF8.self).contains("headers_too_large"))
     }
 
-    /// Whether the headers pass, and if so whether a body follows; nil when rejected.
-    private func accepts(_ pairs: [(String, String)]) -> Bool? {
-        guard case .accept(let expectsBody) = RequestFraming.check(HTTPHeaders(pairs), headerBytes: 10,
-                                                                     maxHeaderBytes: 100) else { return nil }
-        return expectsBody
+    /// How the accepted request's body is framed; nil when rejected.
+    private func accepts(_ pairs: [(String, String)]) -> RequestFraming.Body? {
+        guard case .accept(let body) = RequestFraming.check(HTTPHeaders(pairs), headerBytes: 10,
+                                                              maxHeaderBytes: 100) else { return nil }
+        return body
     }
 
     /// The rejection's status, nil when the headers pass; rejections must close.
