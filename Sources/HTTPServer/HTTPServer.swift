@@ -28,9 +28,6 @@ public final class HTTPServer: Sendable {
     private let lifecycle = Mutex<Lifecycle>(.idle)
     private let port = Atomic<UInt16>(0)
 
-    /// How long `stop` lets in-flight requests finish before answering them 503.
-    public static let drainTimeout: Duration = .seconds(10)
-
     public init(configuration: HTTPServerConfiguration, application: any HTTPApplication) {
         core = ServerCore(application: application, configuration: configuration)
     }
@@ -77,7 +74,8 @@ public final class HTTPServer: Sendable {
     /// Open client connections, idle keep-alive ones included.
     public var activeConnections: Int { core.connections.load(ordering: .relaxed) }
 
-    /// Graceful stop: stop accepting (MHD_quiesce_daemon), let in-flight requests finish (bounded wait, e.g. 10 s),
+    /// Graceful stop: stop accepting (MHD_quiesce_daemon), let in-flight requests finish (bounded wait,
+    /// `drainTimeoutSeconds`),
     /// close idle keep-alive connections, stop the daemon. Idempotent.
     ///
     /// Meanwhile a request arriving on an open connection is answered 503
@@ -97,7 +95,7 @@ public final class HTTPServer: Sendable {
         guard let daemon else { return }
         core.stopping.store(true, ordering: .releasing)
         let listener = MHD_quiesce_daemon(daemon.raw)
-        waitForLiveRequests(until: .now + Self.drainTimeout)
+        waitForLiveRequests(until: .now + .seconds(core.configuration.drainTimeoutSeconds))
         core.abandonRunningHandlers()
         waitForLiveRequests(until: .now + .seconds(1))
         MHD_stop_daemon(daemon.raw)

@@ -24,6 +24,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// over that larger size is refused by libmicrohttpd itself with a 431 and
     /// an HTML body.
     public var maxHeaderBytes: Int = 16 * 1024
+    /// How long `stop` lets in-flight requests finish before answering the
+    /// ones still running 503 itself.
+    public var drainTimeoutSeconds: Double = 10
 
     public init() {}
 

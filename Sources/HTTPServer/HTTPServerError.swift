@@ -15,7 +15,7 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
         case .cannotListen(let address, let reason):
             return "cannot listen on \(address): \(reason)"
         case .alreadyStarted:
-            return "the server was already started"
+            return "the server was already started or stopped; make a new one"
         }
     }
 }

@@ -1,0 +1,148 @@
+import Foundation
+import Glibc
+import Testing
+import HTTPServer
+
+extension LiveServer {
+    /// Starting, stopping, and handlers that take their time.
+    @Suite struct LifecycleTests {
+        /// Sixteen 200 ms handlers on two server threads finish in about one
+        /// sleep; a blocking design would need 16 × 200 ms / 2 = 1.6 s.
+        @Test func slowHandlersDoNotBlockServerThreads() async throws {
+            let server = try makeServer()
+            defer { server.stop() }
+            let port = server.boundPort
+            let started = ContinuousClock.now
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<16 {
+                    group.addTask { try await blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n").status } }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let elapsed = ContinuousClock.now - started
+            #expect(statuses == Array(repeating: 200, count: 16))
+            #expect(elapsed < .milliseconds(900))
+        }
+
+        @Test func stopFinishesInFlightRequestThenRefusesNewOnes() async throws {
+            let server = try makeServer(EchoApplication(slowMilliseconds: 400))
+            let port = server.boundPort
+            async let inFlight = blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
+            try await Task.sleep(for: .milliseconds(100))
+            try await blocking { server.stop() }
+            let response = try await inFlight
+            #expect(response.status == 200)
+            #expect(response.header("X-Path") == "/slow")
+            let refused = try await blocking { (try? RawClient(port: port)) == nil }
+            #expect(refused)
+        }
+
+        @Test func requestArrivingWhileStoppingIs503WithRetryAfter() async throws {
+            let server = try makeServer(EchoApplication(slowMilliseconds: 600))
+            let port = server.boundPort
+            let idle = try await blocking {
+                let client = try RawClient(port: port)
+                try client.send("GET /first HTTP/1.1\r\nHost: t\r\n\r\n")
+                _ = try client.readResponse()
+                return SendableBox(client)
+            }
+            async let inFlight = blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
+            try await Task.sleep(for: .milliseconds(100))
+            async let stopped: Void = blocking { server.stop() }
+            try await Task.sleep(for: .milliseconds(150))
+            let (late, closed) = try await blocking {
+                try idle.value.send("GET /late HTTP/1.1\r\nHost: t\r\n\r\n")
+                return (try idle.value.readResponse(), idle.value.isClosedByPeer(withinSeconds: 3))
+            }
+            #expect(late.status == 503)
+            #expect(late.header("Retry-After") == "1")
+            #expect(late.text.contains("\"unavailable\""))
+            #expect(closed)
+            #expect(try await inFlight.status == 200)
+            try await stopped
+        }
+
+        /// A handler still running at the drain deadline is answered 503 by
+        /// `stop`, which then returns instead of waiting for it.
+        @Test func stopAnswersHandlersStillRunningAtDeadline() async throws {
+            let server = try makeServer(EchoApplication(slowMilliseconds: 5_000)) { $0.drainTimeoutSeconds = 0.3 }
+            let port = server.boundPort
+            async let inFlight = blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
+            try await Task.sleep(for: .milliseconds(100))
+            let started = ContinuousClock.now
+            try await blocking { server.stop() }
+            #expect(ContinuousClock.now - started < .seconds(2))
+            let response = try await inFlight
+            #expect(response.status == 503)
+            #expect(response.header("Retry-After") == "1")
+        }
+
+        @Test func handlerFinishingAfterClientLeftIsHarmless() async throws {
+            let server = try makeServer(EchoApplication(slowMilliseconds: 150))
+            defer { server.stop() }
+            let port = server.boundPort
+            try await blocking {
+                let client = try RawClient(port: port)
+                try client.send("POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi")
+            }
+            try await Task.sleep(for: .milliseconds(400))
+            let response = try await blocking { try exchange(port, "GET /after HTTP/1.1\r\nHost: t\r\n\r\n") }
+            #expect(response.status == 200)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(server.activeConnections == 0)
+        }
+
+        @Test func stopIsIdempotentAndSafeBeforeStart() throws {
+            let unstarted = HTTPServer(configuration: HTTPServerConfiguration(), application: EchoApplication())
+            unstarted.stop()
+            #expect(throws: HTTPServerError.alreadyStarted) { try unstarted.start() }
+            let server = try makeServer()
+            server.stop()
+            server.stop()
+            #expect(server.activeConnections == 0)
+        }
+
+        @Test func startOnBusyPortThrowsNamingTheAddress() throws {
+            let first = try makeServer()
+            defer { first.stop() }
+            let port = first.boundPort
+            #expect(port != 0)
+            do {
+                let second = try makeServer { $0.port = port }
+                second.stop()
+                Issue.record("a second server bound the same port")
+            } catch let error as HTTPServerError {
+                guard case .cannotListen(let address, _) = error else {
+                    Issue.record("unexpected error \(error)")
+                    return
+                }
+                #expect(address == "127.0.0.1:\(port)")
+                #expect(String(describing: error).contains("127.0.0.1:\(port)"))
+            }
+        }
+
+        @Test func hostNameIsRefusedAsNotALiteral() {
+            #expect(throws: HTTPServerError.invalidHost("localhost")) {
+                try makeServer { $0.host = "localhost" }
+            }
+        }
+
+        @Test func ipv6LoopbackIsServed() async throws {
+            let server = try makeServer { $0.host = "::1" }
+            defer { server.stop() }
+            let response = try await blocking { [port = server.boundPort] in
+                let client = try RawClient(port: port, host: "::1")
+                try client.send("GET /six HTTP/1.1\r\nHost: t\r\n\r\n")
+                return try client.readResponse()
+            }
+            #expect(response.header("X-Path") == "/six")
+        }
+    }
+}
+
+/// Carries a non-Sendable test client between the blocking threads of one
+/// test, which use it strictly one after another.
+struct SendableBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
