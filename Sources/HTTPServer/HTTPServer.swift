@@ -74,6 +74,9 @@ public final class HTTPServer: Sendable {
     /// Open client connections, idle keep-alive ones included.
     public var activeConnections: Int { core.connections.load(ordering: .relaxed) }
 
+    /// Requests begun and not yet reported complete; `stop` drains this to zero.
+    var liveRequests: Int { core.liveRequests.load(ordering: .relaxed) }
+
     /// Graceful stop: stop accepting (MHD_quiesce_daemon), let in-flight requests finish (bounded wait,
     /// `drainTimeoutSeconds`),
     /// close idle keep-alive connections, stop the daemon. Idempotent.
@@ -103,7 +106,7 @@ public final class HTTPServer: Sendable {
     }
 
     private func waitForLiveRequests(until deadline: ContinuousClock.Instant) {
-        while core.liveRequests.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
+        while liveRequests > 0, ContinuousClock.now < deadline {
             usleep(5_000)
         }
     }
