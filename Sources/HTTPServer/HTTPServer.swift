@@ -10,6 +10,20 @@ import Synchronization
 /// is parsed and framed there, and the application's `handle` runs as a Swift
 /// task while the connection is suspended, so slow handlers cost no thread.
 /// Limits: HTTP/1.1 and 1.0 only (no TLS, no HTTP/2), one listening address.
+///
+/// What libmicrohttpd 0.9.75 decides by itself (each pinned by a test):
+/// - a non-hex chunk size or a non-numeric `Content-Length`: its own 400
+///   with an HTML body, then close; the application is never called;
+/// - a header block larger than the connection memory pool (see
+///   `HTTPServerConfiguration.maxHeaderBytes`): its own 431, HTML body;
+/// - keep-alive: HTTP/1.1 stays open, HTTP/1.0 closes unless it asked for
+///   `Connection: keep-alive`; pipelined requests are answered in order;
+/// - at `connectionLimit` it stops accepting (extra clients wait in the
+///   kernel backlog until a slot frees); over `perIPConnectionLimit` it
+///   accepts and closes at once;
+/// - `Content-Length` on every response, no body for HEAD.
+/// The server's own framing errors (`RequestFraming`) and every other
+/// answer it makes are JSON `HTTPResponse.error` bodies.
 public final class HTTPServer: Sendable {
     /// libmicrohttpd's daemon handle. Sendable by contract: the calls made
     /// on it (quiesce, stop, info) are documented safe from any thread, and

@@ -113,6 +113,22 @@ extension LiveServer {
             #expect(laterStatus == 200)
         }
 
+        /// libmicrohttpd accepts a connection over the per-IP limit and closes it at once.
+        @Test func perIPLimitClosesExtraConnectionFromSameAddress() async throws {
+            let server = try makeServer { $0.perIPConnectionLimit = 1 }
+            defer { server.stop() }
+            let (firstStatus, extraClosed) = try await blocking { [port = server.boundPort] in
+                let first = try RawClient(port: port)
+                try first.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+                let status = try first.readResponse().status
+                let extra = try RawClient(port: port)
+                try? extra.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+                return (status, extra.isClosedByPeer(withinSeconds: 2))
+            }
+            #expect(firstStatus == 200)
+            #expect(extraClosed)
+        }
+
         @Test func activeConnectionsCountsOpenConnections() async throws {
             let server = try makeServer()
             defer { server.stop() }

@@ -62,6 +62,22 @@ extension LiveServer {
             try await stopped
         }
 
+        @Test func stopClosesIdleKeepAliveConnections() async throws {
+            let server = try makeServer()
+            let port = server.boundPort
+            let idle = try await blocking {
+                let client = try RawClient(port: port)
+                try client.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+                _ = try client.readResponse()
+                return SendableBox(client)
+            }
+            let started = ContinuousClock.now
+            try await blocking { server.stop() }
+            #expect(ContinuousClock.now - started < .seconds(1))
+            let closed = try await blocking { idle.value.isClosedByPeer(withinSeconds: 2) }
+            #expect(closed)
+        }
+
         /// A handler still running at the drain deadline is answered 503 by
         /// `stop`, which then returns instead of waiting for it.
         @Test func stopAnswersHandlersStillRunningAtDeadline() async throws {
