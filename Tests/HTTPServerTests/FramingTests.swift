@@ -27,6 +27,19 @@ extension LiveServer {
             #expect(closed)
         }
 
+        /// Past the connection memory pool (64 KiB here) libmicrohttpd refuses
+        /// by itself; the answer is an error status, not the application's.
+        @Test func headersBeyondTheMemoryPoolAreRefusedByLibmicrohttpd() async throws {
+            let server = try makeServer()
+            defer { server.stop() }
+            let filler = String(repeating: "a", count: 8 * 1024)
+            let lines = (0..<12).map { "X-\($0): \(filler)\r\n" }.joined()
+            let (response, closed) = try await answerAndClose(server.boundPort, "GET / HTTP/1.1\r\nHost: t\r\n\(lines)\r\n")
+            #expect(response.status == 431)
+            #expect(response.header("X-Method") == nil)
+            #expect(closed)
+        }
+
         @Test func headersJustUnderTheLimitAreServed() async throws {
             let server = try makeServer()
             defer { server.stop() }
