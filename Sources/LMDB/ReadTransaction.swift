@@ -1,0 +1,171 @@
+import CLMDB
+
+/// A transaction that reads. Valid only inside the closure that received it:
+/// never store it. Every returned `[UInt8]` is a copy, because memory from
+/// `mdb_get` is valid only until the transaction ends.
+public class ReadTransaction {
+    private(set) var handle: OpaquePointer?
+
+    init(_ handle: OpaquePointer) { self.handle = handle }
+
+    /// Called when the transaction ends, so a leaked reference fails cleanly.
+    func invalidate() { handle = nil }
+
+    func live() throws -> OpaquePointer {
+        guard let handle else { throw LMDBError.badTransaction }
+        return handle
+    }
+
+    /// The value stored under `key`, or `nil` when there is none.
+    public func get(_ key: [UInt8], in db: Database) throws -> [UInt8]? {
+        let txn = try live()
+        try Self.checkKey(key)
+        return try key.withMDBVal { keyVal in
+            var value = MDB_val()
+            let rc = mdb_get(txn, db.dbi, &keyVal, &value)
+            if rc == MDB_NOTFOUND { return nil }
+            try LMDBError.check(rc)
+            return value.bytes
+        }
+    }
+
+    /// How many entries the database holds (O(1): `mdb_stat`).
+    public func count(in db: Database) throws -> Int {
+        var stat = MDB_stat()
+        try LMDBError.check(mdb_stat(try live(), db.dbi, &stat))
+        return stat.ms_entries
+    }
+
+    /// Visits entries in key order from the first key >= `from` (or the
+    /// first key), only while keys start with `prefix`. With `reverse`, in
+    /// descending order from the last key <= `from` (or the last key within
+    /// `prefix`). `visit` returns false to stop. Do not write to the same
+    /// database from `visit`: collect keys, then change them.
+    public func scan(_ db: Database, prefix: [UInt8] = [], from: [UInt8]? = nil, reverse: Bool = false,
+                     _ visit: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool) throws {
+        var cursor: OpaquePointer?
+        try LMDBError.check(mdb_cursor_open(try live(), db.dbi, &cursor))
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var value = MDB_val()
+
+        func position(_ op: MDB_cursor_op) throws -> Bool {
+            let rc = mdb_cursor_get(cursor, &key, &value, op)
+            if rc == MDB_NOTFOUND { return false }
+            try LMDBError.check(rc)
+            return true
+        }
+        func seek(_ target: [UInt8]) throws -> Bool {
+            try target.withMDBVal { targetVal in
+                key = targetVal
+                return try position(MDB_SET_RANGE)
+            }
+        }
+
+        var found: Bool
+        if !reverse {
+            let start = from.map { $0.lexicographicallyPrecedes(prefix) ? prefix : $0 } ?? prefix
+            found = start.isEmpty ? try position(MDB_FIRST) : try seek(start)
+        } else if let from {
+            // The last key <= from: seek to the first key >= from, step back unless equal.
+            if try seek(from) {
+                found = key.bytes == from ? true : try position(MDB_PREV)
+            } else {
+                found = try position(MDB_LAST)
+            }
+        } else if let after = Self.successor(of: prefix) {
+            found = try seek(after) ? try position(MDB_PREV) : try position(MDB_LAST)
+        } else {
+            found = try position(MDB_LAST)
+        }
+        while found {
+            let k = key.bytes
+            guard k.starts(with: prefix) else { return }
+            guard try visit(k, value.bytes) else { return }
+            found = try position(reverse ? MDB_PREV : MDB_NEXT)
+        }
+    }
+
+    /// The smallest key greater than every key starting with `prefix`, or
+    /// `nil` when there is none (empty prefix or all 0xFF).
+    static func successor(of prefix: [UInt8]) -> [UInt8]? {
+        var bytes = prefix
+        while let last = bytes.last {
+            if last < 0xFF {
+                bytes[bytes.count - 1] = last + 1
+                return bytes
+            }
+            bytes.removeLast()
+        }
+        return nil
+    }
+
+    static func checkKey(_ key: [UInt8]) throws {
+        guard !key.isEmpty, key.count <= 511 else { throw LMDBError.badValueSize }
+    }
+}
+
+/// A transaction that reads and writes. Only `Environment.write` makes one.
+public final class WriteTransaction: ReadTransaction {
+    public func put(_ value: [UInt8], for key: [UInt8], in db: Database) throws {
+        let txn = try live()
+        try Self.checkKey(key)
+        try key.withMDBVal { keyVal in
+            try value.withMDBVal { valueVal in
+                try LMDBError.check(mdb_put(txn, db.dbi, &keyVal, &valueVal, 0))
+            }
+        }
+    }
+
+    /// Returns false when the key was not there.
+    @discardableResult
+    public func delete(_ key: [UInt8], in db: Database) throws -> Bool {
+        let txn = try live()
+        try Self.checkKey(key)
+        return try key.withMDBVal { keyVal in
+            let rc = mdb_del(txn, db.dbi, &keyVal, nil)
+            if rc == MDB_NOTFOUND { return false }
+            try LMDBError.check(rc)
+            return true
+        }
+    }
+
+    /// A child transaction: its changes join this one when `body` returns
+    /// and are discarded when it throws, so one command of a batch can fail
+    /// alone. This transaction must not be used until `body` returns.
+    public func nested<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+        let parent = try live()
+        var child: OpaquePointer?
+        try LMDBError.check(mdb_txn_begin(mdb_txn_env(parent), parent, 0, &child))
+        let transaction = WriteTransaction(child!)
+        let value: T
+        do {
+            value = try body(transaction)
+        } catch {
+            transaction.invalidate()
+            mdb_txn_abort(child)
+            throw error
+        }
+        transaction.invalidate()
+        try LMDBError.check(mdb_txn_commit(child))
+        return value
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Lends the bytes to C as an `MDB_val`; LMDB does not write through it.
+    func withMDBVal<T>(_ body: (inout MDB_val) throws -> T) rethrows -> T {
+        try withUnsafeBytes { buffer in
+            var val = MDB_val(mv_size: buffer.count, mv_data: UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+            return try body(&val)
+        }
+    }
+}
+
+extension MDB_val {
+    /// A copy of the bytes (map memory is valid only inside the transaction).
+    var bytes: [UInt8] {
+        guard let data = mv_data, mv_size > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: data, count: mv_size))
+    }
+}

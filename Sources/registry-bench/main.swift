@@ -1,0 +1,1 @@
+// The store-level group-commit benchmark; being written (see the store issue).
