@@ -3,7 +3,8 @@
 public enum RegistryError: Error, Hashable, Sendable {
     /// A field failed a domain rule the HTTP layer could not check alone
     /// (e.g. a push token that does not fit the stored platform). `field`
-    /// is the JSON name or query parameter.
+    /// is the JSON name or query parameter; `message` follows it ("must be
+    /// hexadecimal"), so the HTTP message reads "pushToken must be hexadecimal".
     case invalidField(field: String, message: String)
     /// The request's `sequence` is older than the stored one, or not newer
     /// than a sign-out's tombstone.

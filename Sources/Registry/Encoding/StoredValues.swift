@@ -1,0 +1,138 @@
+/// The values of the store's databases, each with a compact versioned
+/// binary encoding (version byte first), so a later schema can read old
+/// records and migrate them.
+
+/// `devices`: the record without its tokens.
+struct DeviceValue: Hashable {
+    var platform: Platform
+    /// The push token's environment.
+    var environment: APNsEnvironment
+    var osVersion: String?
+    var appVersion: String?
+    var createdAt: Timestamp
+    var lastSeenAt: Timestamp
+    var sequence: UInt64?
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(version: 1)
+        w.byte(UInt8(Platform.allCases.firstIndex(of: platform)!))
+        w.byte(UInt8(APNsEnvironment.allCases.firstIndex(of: environment)!))
+        w.byte((osVersion != nil ? 1 : 0) | (appVersion != nil ? 2 : 0) | (sequence != nil ? 4 : 0))
+        w.timestamp(createdAt)
+        w.timestamp(lastSeenAt)
+        if let osVersion { w.string(osVersion) }
+        if let appVersion { w.string(appVersion) }
+        if let sequence { w.varint(sequence) }
+        return w.bytes
+    }
+
+    init(platform: Platform, environment: APNsEnvironment, osVersion: String?, appVersion: String?,
+         createdAt: Timestamp, lastSeenAt: Timestamp, sequence: UInt64?) {
+        self.platform = platform
+        self.environment = environment
+        self.osVersion = osVersion
+        self.appVersion = appVersion
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+        self.sequence = sequence
+    }
+
+    init(decoding bytes: [UInt8]) throws(StoredValueError) {
+        var r = try ByteReader(bytes, what: "device", versions: 1...1)
+        platform = try r.enumValue(Platform.self, Platform.allCases)
+        environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
+        let flags = try r.byte()
+        createdAt = try r.timestamp()
+        lastSeenAt = try r.timestamp()
+        osVersion = flags & 1 != 0 ? try r.string() : nil
+        appVersion = flags & 2 != 0 ? try r.string() : nil
+        sequence = flags & 4 != 0 ? try r.varint() : nil
+        try r.finish()
+    }
+}
+
+/// `pushTokens`, `pushToStart`, `activityTokens`: one token.
+struct TokenValue: Hashable {
+    var token: String
+    var environment: APNsEnvironment
+    /// The last time a registration carried it.
+    var updatedAt: Timestamp
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(version: 1)
+        w.byte(UInt8(APNsEnvironment.allCases.firstIndex(of: environment)!))
+        w.timestamp(updatedAt)
+        w.string(token)
+        return w.bytes
+    }
+
+    init(token: String, environment: APNsEnvironment, updatedAt: Timestamp) {
+        self.token = token
+        self.environment = environment
+        self.updatedAt = updatedAt
+    }
+
+    init(decoding bytes: [UInt8]) throws(StoredValueError) {
+        var r = try ByteReader(bytes, what: "token", versions: 1...1)
+        environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
+        updatedAt = try r.timestamp()
+        token = try r.string()
+        try r.finish()
+    }
+}
+
+/// `tokenOwners`: where a token is held.
+struct OwnerValue: Hashable {
+    var userId: String
+    var deviceId: String
+    /// Set for activity tokens only.
+    var activityId: String?
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(version: 1)
+        w.string(userId)
+        w.string(deviceId)
+        w.byte(activityId != nil ? 1 : 0)
+        if let activityId { w.string(activityId) }
+        return w.bytes
+    }
+
+    init(userId: String, deviceId: String, activityId: String?) {
+        self.userId = userId
+        self.deviceId = deviceId
+        self.activityId = activityId
+    }
+
+    init(decoding bytes: [UInt8]) throws(StoredValueError) {
+        var r = try ByteReader(bytes, what: "token owner", versions: 1...1)
+        userId = try r.string()
+        deviceId = try r.string()
+        activityId = try r.byte() != 0 ? try r.string() : nil
+        try r.finish()
+    }
+}
+
+/// `tombstones`: a sign-out that carried a sequence.
+struct TombstoneValue: Hashable {
+    var sequence: UInt64
+    var deletedAt: Timestamp
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(version: 1)
+        w.varint(sequence)
+        w.timestamp(deletedAt)
+        return w.bytes
+    }
+
+    init(sequence: UInt64, deletedAt: Timestamp) {
+        self.sequence = sequence
+        self.deletedAt = deletedAt
+    }
+
+    init(decoding bytes: [UInt8]) throws(StoredValueError) {
+        var r = try ByteReader(bytes, what: "tombstone", versions: 1...1)
+        sequence = try r.varint()
+        deletedAt = try r.timestamp()
+        try r.finish()
+    }
+}

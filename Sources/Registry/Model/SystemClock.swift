@@ -1,0 +1,8 @@
+import Foundation
+
+/// The wall clock.
+public struct SystemClock: Clock {
+    public init() {}
+
+    public func now() -> Timestamp { Timestamp(secondsSince1970: Date().timeIntervalSince1970) }
+}

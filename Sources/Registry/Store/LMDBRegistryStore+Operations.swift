@@ -1,0 +1,151 @@
+import LMDB
+
+/// The `RegistryStore` operations: reads here, rules in `RecordWriter+Rules`.
+extension LMDBRegistryStore {
+    public func registerDevice(_ registration: DeviceRegistration) async throws -> RegistrationOutcome {
+        let max = configuration.maxDevicesPerUser
+        return try await writing { try $0.registerDevice(registration, maxDevices: max) }
+    }
+
+    public func device(userId: String, deviceId: String) throws -> DeviceRecord? {
+        try reading { try $0.record(userId, deviceId) }
+    }
+
+    public func devices(userId: String) throws -> [DeviceRecord] {
+        try reading { try $0.records(of: userId) }
+    }
+
+    public func devices(userIds: [String]) throws -> [String: [DeviceRecord]] {
+        try reading { read in
+            var found: [String: [DeviceRecord]] = [:]
+            for user in Set(userIds) {
+                let records = try read.records(of: user)
+                if !records.isEmpty { found[user] = records }
+            }
+            return found
+        }
+    }
+
+    public func signOut(userId: String, deviceId: String, sequence: UInt64?) async throws {
+        try await writing { try $0.signOut(userId, deviceId, sequence: sequence) }
+    }
+
+    public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws -> DeviceRecord {
+        let max = configuration.maxDevicesPerUser
+        return try await writing { try $0.registerPushToStart(registration, maxDevices: max) }
+    }
+
+    public func removePushToStartToken(userId: String, deviceId: String) async throws {
+        try await writing { _ = try $0.removeToken(.pushToStart, StoreKey.device(userId, deviceId)) }
+    }
+
+    public func registerActivityToken(_ registration: ActivityTokenRegistration) async throws -> ActivityToken {
+        let max = configuration.maxDevicesPerUser
+        return try await writing { try $0.registerActivityToken(registration, maxDevices: max) }
+    }
+
+    public func removeActivityToken(activityId: String, userId: String, deviceId: String) async throws {
+        try await writing { _ = try $0.removeActivityToken(activityId, userId, deviceId) }
+    }
+
+    public func activityTokens(activityId: String, limit: Int, cursor: String?) throws -> ActivityTokenPage {
+        let prefix = StoreKey.parts(activityId)
+        var start = prefix
+        if let cursor {
+            guard let decoded = ActivityCursor.decode(cursor, activity: activityId, secret: cursorSecret) else {
+                throw RegistryError.invalidField(field: "cursor", message: "is not a cursor this registry issued for this activity")
+            }
+            start = prefix + decoded.after
+        }
+        let resumeAfter = cursor == nil ? nil : start
+        let pageSize = min(max(limit, 1), 1_000)
+        return try reading { read in
+            var tokens: [ActivityToken] = []
+            var lastKey: [UInt8]?
+            var more = false
+            try read.txn.scan(schema.activityTokens, prefix: prefix, from: start) { key, value in
+                if key == resumeAfter { return true }
+                if tokens.count == pageSize {
+                    more = true
+                    return false
+                }
+                guard let parts = StoreKey.decode(key), parts.count == 3 else {
+                    throw StoredValueError(what: "activity token key", reason: "malformed")
+                }
+                let token = try TokenValue(decoding: value)
+                tokens.append(ActivityToken(activityId: activityId, userId: parts[1], deviceId: parts[2],
+                                            token: token.token, environment: token.environment,
+                                            lastSeenAt: token.updatedAt))
+                lastKey = key
+                return true
+            }
+            let next = more ? lastKey.map { ActivityCursor(after: Array($0.dropFirst(prefix.count))) } : nil
+            return ActivityTokenPage(tokens: tokens,
+                                     nextCursor: next?.encode(activity: activityId, secret: cursorSecret))
+        }
+    }
+
+    public func removeToken(_ token: String, reason: FeedbackReason, registeredBefore before: Timestamp?) async throws -> Int {
+        try await writing { try $0.removeEverywhere(token, before: before) }
+    }
+
+    public func sweep(dryRun: Bool) async throws -> SweepCounts {
+        try environment.checkStaleReaders()
+        let plan = SweepPlan(now: now, deviceTTLSeconds: configuration.deviceTTLSeconds,
+                             activityTTLSeconds: configuration.activityTTLSeconds,
+                             batchSize: configuration.sweepBatchSize)
+        let schema = self.schema
+        if dryRun {
+            return try reading { read in
+                var total = SweepCounts()
+                var counted = Set<[UInt8]>()
+                for kind in SweepPlan.order {
+                    var start: [UInt8]?
+                    repeat {
+                        let (keys, resume) = try plan.entries(kind, read.txn, schema, from: start)
+                        total = total + (try plan.count(keys, read, alreadyCounted: &counted))
+                        start = resume
+                    } while start != nil
+                }
+                return total
+            }
+        }
+        var total = SweepCounts()
+        for kind in SweepPlan.order {
+            var start: [UInt8]?
+            repeat {
+                let from = start
+                let (counts, resume) = try await writing { writer in
+                    let (keys, resume) = try plan.entries(kind, writer.txn, schema, from: from)
+                    return (try plan.delete(keys, writer), resume)
+                }
+                total = total + counts
+                start = resume
+            } while start != nil
+        }
+        try await writing { writer in
+            var w = ByteWriter(version: 1)
+            w.timestamp(writer.now)
+            try writer.txn.put(w.bytes, for: Schema.MetaKey.lastSweepAt, in: schema.meta)
+        }
+        return total
+    }
+
+    public func stats() throws -> StoreStats {
+        let info = try environment.info
+        return try reading { read in
+            var lastSweep: Timestamp?
+            if let bytes = try read.txn.get(Schema.MetaKey.lastSweepAt, in: schema.meta) {
+                var reader = try ByteReader(bytes, what: "lastSweepAt", versions: 1...1)
+                lastSweep = try reader.timestamp()
+            }
+            return StoreStats(
+                devices: try read.txn.count(in: schema.devices),
+                pushTokens: try read.txn.count(in: schema.pushTokens),
+                pushToStartTokens: try read.txn.count(in: schema.pushToStart),
+                activityTokens: try read.txn.count(in: schema.activityTokens),
+                tombstones: try read.txn.count(in: schema.tombstones),
+                mapSizeBytes: info.mapSizeBytes, usedBytes: info.usedBytes, lastSweepAt: lastSweep)
+        }
+    }
+}

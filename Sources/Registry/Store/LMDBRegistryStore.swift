@@ -1,0 +1,101 @@
+import Foundation
+import LMDB
+
+/// The registry on one LMDB environment: every rule of API.md, reads in
+/// short read transactions on the caller's thread, writes through one
+/// group-commit writer thread, durable (fsync) before any write returns.
+///
+/// Limits: one writer per environment (LMDB's, across processes too);
+/// identifiers up to 128 bytes (keys stay under LMDB's 511); a user's device
+/// list is read whole (it is capped by `maxDevicesPerUser`).
+public final class LMDBRegistryStore: RegistryStore {
+    public struct Configuration: Sendable {
+        /// The LMDB environment directory (created when missing).
+        public var directory: String
+        public var maxDevicesPerUser = 20
+        public var deviceTTLSeconds: Int64 = 90 * 86_400
+        public var activityTTLSeconds: Int64 = 90 * 86_400
+        /// Expiry entries handled per sweep transaction, so writers are never blocked for long.
+        public var sweepBatchSize = 1_000
+        public var initialMapSize = 64 << 20
+        public var maxMapSize = 1 << 40
+        /// Commands per group commit; 1 means one commit per command (for the benchmark).
+        public var maxBatchSize = 1_000
+        public var clock: any Clock = SystemClock()
+        /// Called on the writer thread after each batch (metrics).
+        public var onCommit: (@Sendable (CommitBatchReport) -> Void)?
+
+        public init(directory: String) { self.directory = directory }
+    }
+
+    let configuration: Configuration
+    let environment: Environment
+    let schema: Schema
+    let writer: GroupCommitWriter
+    /// Signs fan-out cursors; generated at first open, kept in `meta`.
+    let cursorSecret: [UInt8]
+
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        environment = try Environment(Environment.Configuration(
+            path: configuration.directory, mapSize: configuration.initialMapSize,
+            maxMapSize: configuration.maxMapSize, maxDatabases: 16))
+        do {
+            let schema = try Schema(environment)
+            self.schema = schema
+            cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema) }
+        } catch {
+            environment.close()
+            throw error
+        }
+        writer = GroupCommitWriter(environment: environment, maxBatchSize: configuration.maxBatchSize,
+                                   onCommit: configuration.onCommit)
+    }
+
+    /// Checks (or, on a new environment, writes) the schema version; returns the cursor secret.
+    private static func checkMeta(_ txn: WriteTransaction, _ schema: Schema) throws -> [UInt8] {
+        if let stored = try txn.get(Schema.MetaKey.schemaVersion, in: schema.meta) {
+            var reader = try ByteReader(stored, what: "schema version", versions: 1...1)
+            let version = try reader.varint()
+            guard version == Schema.version else {
+                throw RegistryOpenError.schemaMismatch(found: version, expected: Schema.version)
+            }
+        } else {
+            var w = ByteWriter(version: 1)
+            w.varint(Schema.version)
+            try txn.put(w.bytes, for: Schema.MetaKey.schemaVersion, in: schema.meta)
+        }
+        if let secret = try txn.get(Schema.MetaKey.cursorSecret, in: schema.meta) { return secret }
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        try txn.put(secret, for: Schema.MetaKey.cursorSecret, in: schema.meta)
+        return secret
+    }
+
+    /// Stops taking writes, lets the writer commit what it holds, closes the
+    /// environment. Idempotent.
+    public func shutdown() {
+        writer.stop()
+        environment.close()
+    }
+
+    /// A consistent hot copy of the environment into `directory` (which must exist and be empty).
+    public func backup(toDirectory directory: String) throws {
+        try environment.copy(toDirectory: directory, compact: true)
+    }
+
+    public var isHealthy: Bool { writer.isHealthy }
+
+    var now: Timestamp { configuration.clock.now() }
+
+    func reading<T>(_ body: (RecordReader) throws -> T) throws -> T {
+        try environment.read { txn in try body(RecordReader(txn: txn, schema: schema)) }
+    }
+
+    /// Runs `body` as one command of the next group commit.
+    func writing<T: Sendable>(_ body: @escaping @Sendable (RecordWriter) throws -> T) async throws -> T {
+        let schema = self.schema
+        let clock = configuration.clock
+        return try await writer.submit { txn in try body(RecordWriter(txn: txn, schema: schema, now: clock.now())) }
+    }
+}

@@ -1,0 +1,86 @@
+import LMDB
+
+/// Typed reads over one transaction: records decoded, tokens joined in.
+/// Used by read transactions and, through `RecordWriter`, inside writes.
+struct RecordReader {
+    let txn: ReadTransaction
+    let schema: Schema
+
+    func device(_ user: String, _ device: String) throws -> DeviceValue? {
+        try txn.get(StoreKey.device(user, device), in: schema.devices).map { try DeviceValue(decoding: $0) }
+    }
+
+    func token(_ kind: TokenKind, _ key: [UInt8]) throws -> TokenValue? {
+        try txn.get(key, in: schema.database(kind)).map { try TokenValue(decoding: $0) }
+    }
+
+    func tombstone(_ user: String, _ device: String) throws -> TombstoneValue? {
+        try txn.get(StoreKey.device(user, device), in: schema.tombstones).map { try TombstoneValue(decoding: $0) }
+    }
+
+    /// Activities this device holds a token for.
+    func activities(_ user: String, _ device: String) throws -> [String] {
+        var activities: [String] = []
+        let prefix = StoreKey.device(user, device)
+        try txn.scan(schema.deviceActivities, prefix: prefix) { key, _ in
+            if let parts = StoreKey.decode(key), parts.count == 3 { activities.append(parts[2]) }
+            return true
+        }
+        return activities
+    }
+
+    /// Where `token` of `kind` is held, checked against the holder's stored
+    /// token (so a hash collision or a stale index entry never misleads).
+    func owner(of token: String, _ kind: TokenKind) throws -> OwnerValue? {
+        guard let bytes = try txn.get(StoreKey.tokenOwner(token, kind), in: schema.tokenOwners) else { return nil }
+        let owner = try OwnerValue(decoding: bytes)
+        guard try self.token(kind, tokenKey(kind, owner))?.token == token else { return nil }
+        return owner
+    }
+
+    func tokenKey(_ kind: TokenKind, _ owner: OwnerValue) -> [UInt8] {
+        switch kind {
+        case .push, .pushToStart: StoreKey.device(owner.userId, owner.deviceId)
+        case .activity: StoreKey.activityToken(owner.activityId ?? "", owner.userId, owner.deviceId)
+        }
+    }
+
+    /// The full record with its tokens, or `nil`.
+    func record(_ user: String, _ deviceId: String) throws -> DeviceRecord? {
+        guard let value = try device(user, deviceId) else { return nil }
+        return try join(user, deviceId, value)
+    }
+
+    func join(_ user: String, _ deviceId: String, _ value: DeviceValue) throws -> DeviceRecord {
+        let key = StoreKey.device(user, deviceId)
+        let push = try token(.push, key)
+        let start = try token(.pushToStart, key)
+        return DeviceRecord(
+            userId: user, deviceId: deviceId, platform: value.platform, environment: value.environment,
+            osVersion: value.osVersion, appVersion: value.appVersion,
+            pushToken: push.map { StoredToken(token: $0.token, environment: value.environment, updatedAt: $0.updatedAt) },
+            pushToStartToken: start.map { StoredToken(token: $0.token, environment: $0.environment, updatedAt: $0.updatedAt) },
+            activityCount: try activities(user, deviceId).count,
+            createdAt: value.createdAt, lastSeenAt: value.lastSeenAt, sequence: value.sequence)
+    }
+
+    /// (deviceId, value) of every device of a user, in key order.
+    func deviceValues(of user: String) throws -> [(String, DeviceValue)] {
+        var found: [(String, DeviceValue)] = []
+        try txn.scan(schema.devices, prefix: StoreKey.user(user)) { key, value in
+            guard let parts = StoreKey.decode(key), parts.count == 2 else {
+                throw StoredValueError(what: "device key", reason: "malformed")
+            }
+            found.append((parts[1], try DeviceValue(decoding: value)))
+            return true
+        }
+        return found
+    }
+
+    /// A user's devices, most recently seen first, ties by deviceId ascending.
+    func records(of user: String) throws -> [DeviceRecord] {
+        try deviceValues(of: user)
+            .sorted { a, b in a.1.lastSeenAt != b.1.lastSeenAt ? a.1.lastSeenAt > b.1.lastSeenAt : a.0.utf8.lexicographicallyPrecedes(b.0.utf8) }
+            .map { try join(user, $0.0, $0.1) }
+    }
+}

@@ -1,0 +1,107 @@
+import LMDB
+
+/// One sweep: the cutoffs, fixed when it starts, and the bounded steps that
+/// walk the expiry index from its oldest bucket.
+///
+/// Each step reads at most `batchSize` expiry entries from where the last
+/// one stopped, re-checks the exact time in the record (the index is keyed
+/// by hour, and a record may have been refreshed since it was read), and
+/// deletes what expired. It stops at the first bucket past the latest
+/// cutoff, so a sweep costs O(expired + one hour's entries), not O(store).
+struct SweepPlan: Sendable {
+    let deviceCutoff: Timestamp
+    let activityCutoff: Timestamp
+    let batchSize: Int
+
+    init(now: Timestamp, deviceTTLSeconds: Int64, activityTTLSeconds: Int64, batchSize: Int) {
+        deviceCutoff = now.adding(seconds: -deviceTTLSeconds)
+        activityCutoff = now.adding(seconds: -activityTTLSeconds)
+        self.batchSize = max(1, batchSize)
+    }
+
+    /// Devices first, so activity tokens that go with their device are not
+    /// visited again as tokens.
+    static let order: [ExpiryKey.Kind] = [.device, .tombstone, .activityToken]
+
+    func cutoff(_ kind: ExpiryKey.Kind) -> Timestamp {
+        kind == .activityToken ? activityCutoff : deviceCutoff
+    }
+
+    /// Up to `batchSize` expiry entries of `kind` at or after `start` (the
+    /// kind's first key when nil) and in buckets up to its cutoff; the
+    /// resume key is `nil` when the kind is done.
+    func entries(_ kind: ExpiryKey.Kind, _ txn: ReadTransaction, _ schema: Schema,
+                 from start: [UInt8]?) throws -> (keys: [ExpiryKey], resume: [UInt8]?) {
+        var keys: [ExpiryKey] = []
+        var resume: [UInt8]?
+        let end = ExpiryKey.start(of: kind, bucket: ExpiryKey.bucket(of: cutoff(kind)) + 1)
+        try txn.scan(schema.expiry, from: start ?? ExpiryKey.start(of: kind, bucket: 0)) { key, _ in
+            guard key.lexicographicallyPrecedes(end) else { return false }
+            if keys.count == batchSize {
+                resume = key
+                return false
+            }
+            if let parsed = ExpiryKey(bytes: key) { keys.append(parsed) }
+            return true
+        }
+        return (keys, resume)
+    }
+
+    /// Whether the record behind `entry` has expired, by its exact time.
+    func isExpired(_ entry: ExpiryKey, _ read: RecordReader) throws -> Bool {
+        switch entry.kind {
+        case .device:
+            guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2,
+                  let device = try read.device(parts[0], parts[1]) else { return false }
+            return device.lastSeenAt <= deviceCutoff
+        case .activityToken:
+            guard let token = try read.token(.activity, entry.recordKey) else { return false }
+            return token.updatedAt <= activityCutoff
+        case .tombstone:
+            guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2,
+                  let tombstone = try read.tombstone(parts[0], parts[1]) else { return false }
+            return tombstone.deletedAt <= deviceCutoff
+        }
+    }
+
+    /// Deletes what expired among `keys`; returns the counts.
+    func delete(_ keys: [ExpiryKey], _ writer: RecordWriter) throws -> SweepCounts {
+        var counts = SweepCounts()
+        for entry in keys where try isExpired(entry, writer.read) {
+            switch entry.kind {
+            case .device:
+                guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2 else { continue }
+                counts = counts + (try writer.deleteDevice(parts[0], parts[1]))
+            case .activityToken:
+                guard let parts = StoreKey.decode(entry.recordKey), parts.count == 3 else { continue }
+                if try writer.removeActivityToken(parts[0], parts[1], parts[2]) { counts.activityTokens += 1 }
+            case .tombstone:
+                if try writer.deleteTombstone(entry.recordKey) { counts.tombstones += 1 }
+            }
+        }
+        return counts
+    }
+
+    /// What `delete` would remove, without writing. Activity tokens that
+    /// would go with their device are counted once, with the device.
+    func count(_ keys: [ExpiryKey], _ read: RecordReader, alreadyCounted: inout Set<[UInt8]>) throws -> SweepCounts {
+        var counts = SweepCounts()
+        for entry in keys where try isExpired(entry, read) {
+            switch entry.kind {
+            case .device:
+                guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2 else { continue }
+                counts.devices += 1
+                if try read.token(.pushToStart, entry.recordKey) != nil { counts.pushToStartTokens += 1 }
+                for activity in try read.activities(parts[0], parts[1]) {
+                    let key = StoreKey.activityToken(activity, parts[0], parts[1])
+                    if alreadyCounted.insert(key).inserted { counts.activityTokens += 1 }
+                }
+            case .activityToken:
+                if alreadyCounted.insert(entry.recordKey).inserted { counts.activityTokens += 1 }
+            case .tombstone:
+                counts.tombstones += 1
+            }
+        }
+        return counts
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Synchronization
+
+/// The background thread that sweeps expired records every interval.
+///
+/// It only decides *when*: the store's `sweep` reads the expiry index and
+/// deletes in bounded transactions through the writer, so a sweep never
+/// holds the write lock for long. `stop()` wakes it and waits for it.
+public final class Sweeper: Sendable {
+    private let store: any RegistryStore
+    private let interval: Double
+    private let report: @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void
+    private let stopping = Mutex(false)
+    private let wakeup = NSCondition()
+    private let finished = DispatchSemaphore(value: 0)
+    private let started = Mutex(false)
+
+    public init(store: any RegistryStore, intervalSeconds: Double,
+                report: @escaping @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void) {
+        self.store = store
+        self.interval = max(0.001, intervalSeconds)
+        self.report = report
+    }
+
+    public func start() {
+        let first = started.withLock { s -> Bool in
+            defer { s = true }
+            return !s
+        }
+        guard first else { return }
+        let thread = Thread { [self] in run() }
+        thread.name = "registry-sweeper"
+        thread.start()
+    }
+
+    public func stop() {
+        let wasRunning = started.withLock { $0 }
+        let first = stopping.withLock { s -> Bool in
+            defer { s = true }
+            return !s
+        }
+        wakeup.lock()
+        wakeup.broadcast()
+        wakeup.unlock()
+        if wasRunning && first { finished.wait() }
+    }
+
+    private func run() {
+        while waitInterval() {
+            let begin = ContinuousClock.now
+            let result = Self.blocking { [store] in try await store.sweep(dryRun: false) }
+            let elapsed = ContinuousClock.now - begin
+            report(result, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
+        finished.signal()
+    }
+
+    /// Sleeps one interval; `false` when stopped meanwhile.
+    private func waitInterval() -> Bool {
+        let deadline = Date().addingTimeInterval(interval)
+        wakeup.lock()
+        defer { wakeup.unlock() }
+        while !stopping.withLock({ $0 }) {
+            if !wakeup.wait(until: deadline) { return !stopping.withLock { $0 } }
+        }
+        return false
+    }
+
+    /// Runs the async sweep from this plain thread and waits for it.
+    private static func blocking(_ body: @escaping @Sendable () async throws -> SweepCounts) -> Result<SweepCounts, any Error> {
+        let done = DispatchSemaphore(value: 0)
+        let box = Mutex<Result<SweepCounts, any Error>?>(nil)
+        Task {
+            let result: Result<SweepCounts, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0! }
+    }
+}
