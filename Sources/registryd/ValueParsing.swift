@@ -5,16 +5,13 @@ enum ValueParsing {
     /// A positive whole number with an optional unit `s`, `m`, `h` or `d`
     /// (seconds when bare), in seconds.
     static func duration(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         var digits = Substring(text)
         var multiplier: Int64 = 1
-        switch text.last {
-        case "s": multiplier = 1
-        case "m": multiplier = 60
-        case "h": multiplier = 3600
-        case "d": multiplier = 86_400
-        default: break
+        if let last = text.last, let unit = units[last] {
+            multiplier = unit
+            digits = digits.dropLast()
         }
-        if let last = text.last, !last.isNumber { digits = digits.dropLast() }
         guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
               let n = Int64(digits), n > 0 else { return nil }
         let (seconds, overflow) = n.multipliedReportingOverflow(by: multiplier)

@@ -25,7 +25,9 @@ import FoundationNetworking
         return path
     }
 
-    /// Runs `registryd` to completion; returns status, stdout, stderr.
+    /// Runs `registryd` to completion (killed after 20 s, so a command that
+    /// wrongly starts serving fails the test instead of hanging it);
+    /// returns status, stdout, stderr.
     private func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
@@ -36,6 +38,9 @@ import FoundationNetworking
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 20, execute: watchdog)
+        defer { watchdog.cancel() }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
