@@ -1,0 +1,92 @@
+import LMDB
+
+/// `registryd check`: walks every database once and checks that each index
+/// agrees with the records it indexes, in both directions. O(store); meant
+/// for operators, not the request path.
+struct IndexChecker {
+    let read: RecordReader
+    let schema: Schema
+    let limit: Int
+    private(set) var problems: [String] = []
+
+    init(read: RecordReader, schema: Schema, limit: Int) {
+        self.read = read
+        self.schema = schema
+        self.limit = limit
+    }
+
+    private mutating func problem(_ text: String) {
+        if problems.count < limit { problems.append(text) }
+    }
+
+    private func describe(_ key: [UInt8]) -> String {
+        StoreKey.decode(key).map { $0.map { "\"\($0)\"" }.joined(separator: "/") } ?? "<malformed key>"
+    }
+
+    mutating func run() throws {
+        var expiry = Set<[UInt8]>()
+        try read.txn.scan(schema.expiry) { key, _ in expiry.insert(key); return true }
+        var referenced = Set<[UInt8]>()
+
+        try eachEntry(schema.devices) { key, value, this in
+            guard let device = try? DeviceValue(decoding: value) else { this.problem("device \(this.describe(key)): unreadable value"); return }
+            let entry = ExpiryKey(at: device.lastSeenAt, kind: .device, recordKey: key).bytes
+            if !expiry.contains(entry) { this.problem("device \(this.describe(key)): no expiry entry") }
+            referenced.insert(entry)
+        }
+        for kind in [TokenKind.push, .pushToStart] {
+            try eachEntry(schema.database(kind)) { key, value, this in
+                guard let parts = StoreKey.decode(key), parts.count == 2 else { this.problem("\(kind) token: malformed key"); return }
+                if try this.read.device(parts[0], parts[1]) == nil { this.problem("\(kind) token \(this.describe(key)): no device") }
+                guard let token = try? TokenValue(decoding: value) else { this.problem("\(kind) token \(this.describe(key)): unreadable"); return }
+                if try this.read.owner(of: token.token, kind) == nil { this.problem("\(kind) token \(this.describe(key)): no owner entry") }
+            }
+        }
+        try eachEntry(schema.activityTokens) { key, value, this in
+            guard let parts = StoreKey.decode(key), parts.count == 3 else { this.problem("activity token: malformed key"); return }
+            if try this.read.device(parts[1], parts[2]) == nil { this.problem("activity token \(this.describe(key)): no device") }
+            if try this.read.txn.get(StoreKey.deviceActivity(parts[1], parts[2], parts[0]), in: this.schema.deviceActivities) == nil {
+                this.problem("activity token \(this.describe(key)): no device-activity entry")
+            }
+            guard let token = try? TokenValue(decoding: value) else { this.problem("activity token \(this.describe(key)): unreadable"); return }
+            let entry = ExpiryKey(at: token.updatedAt, kind: .activityToken, recordKey: key).bytes
+            if !expiry.contains(entry) { this.problem("activity token \(this.describe(key)): no expiry entry") }
+            referenced.insert(entry)
+            if try this.read.owner(of: token.token, .activity) == nil { this.problem("activity token \(this.describe(key)): no owner entry") }
+        }
+        try eachEntry(schema.deviceActivities) { key, _, this in
+            guard let parts = StoreKey.decode(key), parts.count == 3 else { this.problem("device-activity: malformed key"); return }
+            if try this.read.token(.activity, StoreKey.activityToken(parts[2], parts[0], parts[1])) == nil {
+                this.problem("device-activity \(this.describe(key)): no activity token")
+            }
+        }
+        try eachEntry(schema.tokenOwners) { key, value, this in
+            guard key.count == 33, let kind = TokenKind(rawValue: key[32]), let owner = try? OwnerValue(decoding: value) else {
+                this.problem("token owner: malformed entry"); return
+            }
+            guard let held = try this.read.token(kind, this.read.tokenKey(kind, owner)),
+                  StoreKey.tokenOwner(held.token, kind) == key else {
+                this.problem("token owner entry for \(owner.userId)/\(owner.deviceId): holder does not hold it"); return
+            }
+        }
+        try eachEntry(schema.tombstones) { key, value, this in
+            guard let tombstone = try? TombstoneValue(decoding: value) else { this.problem("tombstone \(this.describe(key)): unreadable"); return }
+            let entry = ExpiryKey(at: tombstone.deletedAt, kind: .tombstone, recordKey: key).bytes
+            if !expiry.contains(entry) { this.problem("tombstone \(this.describe(key)): no expiry entry") }
+            referenced.insert(entry)
+        }
+        for entry in expiry.subtracting(referenced) {
+            problem("expiry entry \(ExpiryKey(bytes: entry).map { "\($0.kind) \(describe($0.recordKey))" } ?? "<malformed>"): no record")
+        }
+    }
+
+    private mutating func eachEntry(_ db: Database,
+                                    _ body: ([UInt8], [UInt8], inout IndexChecker) throws -> Void) throws {
+        var this = self
+        try read.txn.scan(db) { key, value in
+            try body(key, value, &this)
+            return true
+        }
+        self = this
+    }
+}

@@ -1,0 +1,105 @@
+import LMDB
+
+/// Operator work: a consistency check of every index, and export/import of
+/// all records (for moving a registry or rebuilding its indexes).
+extension LMDBRegistryStore {
+    /// Every record, device by device (with its tokens), then the
+    /// tombstones, in one read transaction (a consistent snapshot).
+    public func export(_ visit: (ExportedRecord) throws -> Void) throws {
+        try reading { read in
+            var devices: [(String, String)] = []
+            try read.txn.scan(schema.devices) { key, _ in
+                guard let parts = StoreKey.decode(key), parts.count == 2 else {
+                    throw StoredValueError(what: "device key", reason: "malformed")
+                }
+                devices.append((parts[0], parts[1]))
+                return true
+            }
+            for (user, device) in devices {
+                guard let record = try read.record(user, device) else { continue }
+                var tokens: [ActivityToken] = []
+                for activity in try read.activities(user, device) {
+                    guard let token = try read.token(.activity, StoreKey.activityToken(activity, user, device)) else { continue }
+                    tokens.append(ActivityToken(activityId: activity, userId: user, deviceId: device, token: token.token,
+                                                environment: token.environment, lastSeenAt: token.updatedAt))
+                }
+                try visit(.device(record, activityTokens: tokens))
+            }
+            try read.txn.scan(schema.tombstones) { key, value in
+                guard let parts = StoreKey.decode(key), parts.count == 2 else { return true }
+                let tombstone = try TombstoneValue(decoding: value)
+                try visit(.tombstone(userId: parts[0], deviceId: parts[1], sequence: tombstone.sequence,
+                                     deletedAt: tombstone.deletedAt))
+                return true
+            }
+        }
+    }
+
+    /// Writes exported records as they are (replacing a record with the same
+    /// key, timestamps kept), in group-commit batches. A token already held
+    /// elsewhere moves to the imported record (the one-owner rule).
+    /// Returns how many records were written.
+    public func importRecords(_ records: [ExportedRecord]) async throws -> Int {
+        var written = 0
+        for start in stride(from: 0, to: records.count, by: 500) {
+            let chunk = Array(records[start..<min(start + 500, records.count)])
+            written += try await writing { writer in
+                for record in chunk { try writer.restore(record) }
+                return chunk.count
+            }
+        }
+        return written
+    }
+
+    /// Reads every database and checks each index against its records.
+    /// Returns the problems found (at most `limit`); empty means consistent.
+    public func check(limit: Int = 100) throws -> [String] {
+        try reading { read in
+            var checker = IndexChecker(read: read, schema: schema, limit: limit)
+            try checker.run()
+            return checker.problems
+        }
+    }
+}
+
+extension RecordWriter {
+    /// Puts one exported record back with all its index entries.
+    func restore(_ record: ExportedRecord) throws {
+        switch record {
+        case .device(let d, let activityTokens):
+            if try read.device(d.userId, d.deviceId) != nil { try deleteDevice(d.userId, d.deviceId) }
+            for (kind, token) in [(TokenKind.push, d.pushToken), (.pushToStart, d.pushToStartToken)] {
+                if let token, let owner = try read.owner(of: token.token, kind),
+                   owner.userId != d.userId || owner.deviceId != d.deviceId {
+                    try deleteDevice(owner.userId, owner.deviceId)
+                }
+            }
+            let value = DeviceValue(platform: d.platform, environment: d.environment, osVersion: d.osVersion,
+                                    appVersion: d.appVersion, createdAt: d.createdAt, lastSeenAt: d.lastSeenAt,
+                                    sequence: d.sequence)
+            try save(d.userId, d.deviceId, value, previous: nil)
+            if let push = d.pushToken {
+                try putToken(.push, user: d.userId, device: d.deviceId,
+                             TokenValue(token: push.token, environment: d.environment, updatedAt: push.updatedAt))
+            }
+            if let start = d.pushToStartToken {
+                try putToken(.pushToStart, user: d.userId, device: d.deviceId,
+                             TokenValue(token: start.token, environment: start.environment, updatedAt: start.updatedAt))
+            }
+            for t in activityTokens {
+                if let owner = try read.owner(of: t.token, .activity) {
+                    try removeActivityToken(owner.activityId ?? "", owner.userId, owner.deviceId)
+                }
+                try putActivityToken(t.activityId, user: d.userId, device: d.deviceId,
+                                     TokenValue(token: t.token, environment: t.environment, updatedAt: t.lastSeenAt))
+            }
+        case .tombstone(let user, let device, let sequence, let deletedAt):
+            let key = StoreKey.device(user, device)
+            if let old = try read.tombstone(user, device) {
+                try txn.delete(ExpiryKey(at: old.deletedAt, kind: .tombstone, recordKey: key).bytes, in: schema.expiry)
+            }
+            try txn.put(TombstoneValue(sequence: sequence, deletedAt: deletedAt).encoded(), for: key, in: schema.tombstones)
+            try txn.put([], for: ExpiryKey(at: deletedAt, kind: .tombstone, recordKey: key).bytes, in: schema.expiry)
+        }
+    }
+}
