@@ -9,7 +9,7 @@ enum Command {
             switch name {
             case "serve": return try ServeCommand.run(arguments)
             case "mint-token": return try MintTokenCommand.run(arguments)
-            case "stats", "sweep", "backup": return try OperatorCommand.run(name, arguments)
+            case "stats", "sweep", "backup", "check", "export", "import": return try OperatorCommand.run(name, arguments)
             case "help", "--help", "-h":
                 print(usage)
                 return 0
@@ -38,6 +38,9 @@ enum Command {
                registryd stats --json [--data-dir DIR]
                registryd sweep [--dry-run] [--data-dir DIR] [--device-ttl D] [--activity-ttl D]
                registryd backup --to DIR [--data-dir DIR]
+               registryd check [--data-dir DIR]
+               registryd export [--data-dir DIR] > records.jsonl
+               registryd import [--from FILE] [--data-dir DIR]
         Every flag also reads REGISTRY_<FLAG> (e.g. REGISTRY_DATA_DIR); a flag beats its variable.
         """
 }

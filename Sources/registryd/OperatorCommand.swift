@@ -2,12 +2,12 @@ import Foundation
 import Registry
 import RegistryHTTP
 
-/// `stats`, `sweep` and `backup`: operator work on a data directory, also
-/// while a server runs on it (LMDB serialises writers across processes, and
-/// readers never block).
+/// `stats`, `sweep`, `backup`, `check`, `export` and `import`: operator work
+/// on a data directory, also while a server runs on it (LMDB serialises
+/// writers across processes, and readers never block).
 enum OperatorCommand {
     static func run(_ name: String, _ rawArguments: [String]) throws -> Int32 {
-        let arguments = try Arguments(rawArguments, valued: Settings.storeFlags.union(["to"]),
+        let arguments = try Arguments(rawArguments, valued: Settings.storeFlags.union(["to", "from"]),
                                       switches: ["json", "dry-run"])
         let settings = try Settings(arguments)
         guard FileManager.default.fileExists(atPath: settings.storeDirectory) else {
@@ -39,6 +39,42 @@ enum OperatorCommand {
         case "sweep":
             let counts = try blocking { try await store.sweep(dryRun: arguments.isSet("dry-run")) }
             print(String(decoding: JSONWriter.encode(StatsDocument.sweep(counts)), as: UTF8.self))
+        case "check":
+            let problems = try store.check()
+            for problem in problems { print(problem) }
+            print(problems.isEmpty ? "ok: every index agrees with its records" : "\(problems.count) problem(s) found")
+            return problems.isEmpty ? 0 : 1
+        case "export":
+            var count = 0
+            try store.export { record in
+                var line = ExportFormat.encode(record)
+                line.append(0x0A)
+                FileHandle.standardOutput.write(Data(line))
+                count += 1
+            }
+            FileHandle.standardError.write(Data("exported \(count) records\n".utf8))
+        case "import":
+            let data: Data
+            if let (path, source) = arguments.value("from") {
+                guard let contents = FileManager.default.contents(atPath: path) else {
+                    throw Arguments.Failure(description: "\(source): cannot read '\(path)'")
+                }
+                data = contents
+            } else {
+                data = FileHandle.standardInput.readDataToEndOfFile()
+            }
+            var records: [ExportedRecord] = []
+            for (index, line) in data.split(separator: 0x0A).enumerated() where !line.isEmpty {
+                do {
+                    records.append(try ExportFormat.decode(Array(line), line: index + 1))
+                } catch let error as ExportFormat.LineError {
+                    throw Arguments.Failure(description: "--from: \(error)")
+                } catch {
+                    throw Arguments.Failure(description: "--from: line \(index + 1): \(error)")
+                }
+            }
+            let written = try blocking { [records] in try await store.importRecords(records) }
+            print("imported \(written) records")
         default:
             guard let (target, _) = arguments.value("to") else {
                 throw Arguments.Failure(description: "--to is required")

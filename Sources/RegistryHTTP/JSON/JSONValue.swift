@@ -37,13 +37,13 @@ public struct JSONObject: Sendable, Hashable {
 extension JSONValue {
     /// The exact unsigned integer this number spells, or `nil` for a
     /// negative, fractional, exponent or out-of-range number.
-    var exactUInt64: UInt64? {
+    public var exactUInt64: UInt64? {
         guard case .number(let text) = self else { return nil }
         return UInt64(exactly: text)
     }
 
     /// The exact signed integer this number spells (no fraction or exponent).
-    var exactInt64: Int64? {
+    public var exactInt64: Int64? {
         guard case .number(let text) = self else { return nil }
         return Int64(text)
     }
