@@ -10,7 +10,7 @@ enum Command {
             case "serve": return try ServeCommand.run(arguments)
             case "mint-token": return try MintTokenCommand.run(arguments)
             case "stats", "sweep", "backup", "check", "export", "import": return try OperatorCommand.run(name, arguments)
-            case "help", "--help", "-h":
+            case "help":
                 print(usage)
                 return 0
             default:

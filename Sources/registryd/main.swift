@@ -1,7 +1,12 @@
 import Foundation
 
-// registryd [serve|mint-token|stats|sweep|backup] [flags]; `serve` is the default.
+// registryd [serve|mint-token|stats|sweep|backup|check|export|import] [flags]; `serve` is the default.
 let arguments = Array(CommandLine.arguments.dropFirst())
-let subcommand = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? "serve"
+let subcommand: String
+switch arguments.first {
+case "--help", "-h": subcommand = "help"
+case let first? where !first.hasPrefix("-"): subcommand = first
+default: subcommand = "serve"
+}
 let rest = arguments.first == subcommand ? Array(arguments.dropFirst()) : arguments
 exit(Command.run(subcommand, rest))
