@@ -1,5 +1,7 @@
 -- wrk script: every request is a launch upsert of a new device (a new key,
--- so each one is a real durable write), JSON body, device JWT from $JWT.
+-- so each one is a real durable write), JSON body, spread over the users
+-- whose device JWTs are in the file named by $JWT_FILE (one per line), so
+-- the device cap is rarely hit.
 local counter = 0
 local thread_id = 0
 local threads = {}
@@ -9,9 +11,11 @@ function setup(thread)
   table.insert(threads, thread)
 end
 
+local tokens = {}
+
 function init(args)
   thread_id = tonumber(tid) or 0
-  math.randomseed(os.time() + thread_id)
+  for line in io.lines(os.getenv("JWT_FILE")) do table.insert(tokens, line) end
 end
 
 local function hex_token(n)
@@ -26,7 +30,7 @@ request = function()
   local body = '{"deviceId":"' .. id .. '","pushToken":"' .. hex_token(counter + thread_id * 1000003) ..
                '","osVersion":"18.2","appVersion":"2.1.0"}'
   return wrk.format("POST", "/v1/devices", {
-    ["Authorization"] = "Bearer " .. os.getenv("JWT"),
+    ["Authorization"] = "Bearer " .. tokens[(counter * 7 + thread_id) % #tokens + 1],
     ["Content-Type"] = "application/json",
   }, body)
 end
