@@ -1,0 +1,7 @@
+/// The signature algorithms this module accepts. Anything else, `none`
+/// included, is refused before any key is looked at.
+enum JWSAlgorithm: String, Hashable, Sendable {
+    case hs256 = "HS256"
+    case rs256 = "RS256"
+    case es256 = "ES256"
+}
