@@ -1,1 +1,18 @@
-// The store-level group-commit benchmark; being written (see the store issue).
+import Foundation
+
+// registry-bench [--submitters N] [--upserts M]   group commit vs one commit per upsert
+// registry-bench crash-writer DIR N               N durable upserts, a line on stdout, then SIGKILL
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "crash-writer" {
+    guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else {
+        FileHandle.standardError.write(Data("usage: registry-bench crash-writer DIR N\n".utf8))
+        exit(2)
+    }
+    await CrashWriter.run(directory: arguments[1], count: count)
+} else {
+    guard let options = BenchmarkOptions(arguments) else {
+        FileHandle.standardError.write(Data("usage: registry-bench [--submitters N] [--upserts M]\n".utf8))
+        exit(2)
+    }
+    await Benchmark(options: options).run()
+}
