@@ -1,5 +1,7 @@
+#include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rsa.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
@@ -8,7 +10,54 @@
 #include <openssl/param_build.h>
 #include <openssl/err.h>
 
-/* EVP_PKEY_PUBLIC_KEY is a composite macro that Swift does not import. */
-static inline int registry_evp_pkey_public_key_selection(void) {
-    return EVP_PKEY_PUBLIC_KEY;
+/*
+ * Public keys are built here rather than in Swift because OSSL_PARAM_BLD and
+ * EVP_PKEY_CTX keep the *pointers* of parameter names and key-type names
+ * (they expect string literals); a Swift String passed as `const char *` is
+ * a temporary that would dangle. Both return NULL on any failure and leave
+ * the OpenSSL error queue for the caller to clear.
+ */
+static inline EVP_PKEY *registry_public_key_from_params(const char *type, OSSL_PARAM_BLD *builder) {
+    EVP_PKEY *key = NULL;
+    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(builder);
+    EVP_PKEY_CTX *context = params ? EVP_PKEY_CTX_new_from_name(NULL, type, NULL) : NULL;
+    if (context && EVP_PKEY_fromdata_init(context) == 1
+        && EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) {
+        key = NULL;
+    }
+    EVP_PKEY_CTX_free(context);
+    OSSL_PARAM_free(params);
+    return key;
+}
+
+/* An RSA public key from big-endian modulus and exponent. */
+static inline EVP_PKEY *registry_rsa_public_key(const unsigned char *modulus, size_t modulus_length,
+                                                const unsigned char *exponent, size_t exponent_length) {
+    if (modulus_length > INT_MAX || exponent_length > INT_MAX) return NULL;
+    EVP_PKEY *key = NULL;
+    BIGNUM *n = BN_bin2bn(modulus, (int)modulus_length, NULL);
+    BIGNUM *e = BN_bin2bn(exponent, (int)exponent_length, NULL);
+    OSSL_PARAM_BLD *builder = OSSL_PARAM_BLD_new();
+    if (n && e && builder
+        && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, n) == 1
+        && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, e) == 1) {
+        key = registry_public_key_from_params("RSA", builder);
+    }
+    OSSL_PARAM_BLD_free(builder);
+    BN_free(n);
+    BN_free(e);
+    return key;
+}
+
+/* A P-256 public key from an uncompressed SEC1 point (0x04 || x || y). */
+static inline EVP_PKEY *registry_p256_public_key(const unsigned char *point, size_t point_length) {
+    EVP_PKEY *key = NULL;
+    OSSL_PARAM_BLD *builder = OSSL_PARAM_BLD_new();
+    if (builder
+        && OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) == 1
+        && OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, point_length) == 1) {
+        key = registry_public_key_from_params("EC", builder);
+    }
+    OSSL_PARAM_BLD_free(builder);
+    return key;
 }

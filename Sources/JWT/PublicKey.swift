@@ -26,16 +26,9 @@ final class PublicKey: @unchecked Sendable {
     /// An RS256 key from the big-endian modulus and exponent of a JWK; `nil`
     /// when OpenSSL refuses it or the modulus is under `minimumRSABits`.
     static func rsa(modulus: [UInt8], exponent: [UInt8]) -> PublicKey? {
-        guard !modulus.isEmpty, !exponent.isEmpty else { return nil }
-        guard let n = BN_bin2bn(modulus, Int32(modulus.count), nil) else { return nil }
-        defer { BN_free(n) }
-        guard let e = BN_bin2bn(exponent, Int32(exponent.count), nil) else { return nil }
-        defer { BN_free(e) }
-        let built = makeKey(type: "RSA") { builder in
-            OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, n) == 1
-                && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, e) == 1
-        }
-        guard let built else { return nil }
+        defer { ERR_clear_error() }
+        guard !modulus.isEmpty, !exponent.isEmpty,
+              let built = registry_rsa_public_key(modulus, modulus.count, exponent, exponent.count) else { return nil }
         let key = PublicKey(algorithm: .rs256, key: built)
         guard EVP_PKEY_get_bits(built) >= minimumRSABits, key.passesPublicCheck() else { return nil }
         return key
@@ -44,35 +37,12 @@ final class PublicKey: @unchecked Sendable {
     /// An ES256 key from the 32-byte big-endian coordinates of a P-256 JWK;
     /// `nil` when the point is not on the curve.
     static func p256(x: [UInt8], y: [UInt8]) -> PublicKey? {
+        defer { ERR_clear_error() }
         guard x.count == 32, y.count == 32 else { return nil }
         let point: [UInt8] = [0x04] + x + y
-        let built = point.withUnsafeBufferPointer { buffer in
-            makeKey(type: "EC") { builder in
-                OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) == 1
-                    && OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY,
-                                                        buffer.baseAddress, buffer.count) == 1
-            }
-        }
-        guard let built else { return nil }
+        guard let built = registry_p256_public_key(point, point.count) else { return nil }
         let key = PublicKey(algorithm: .es256, key: built)
         return key.passesPublicCheck() ? key : nil
-    }
-
-    /// Builds a public `EVP_PKEY` of `type` from the parameters `push` adds.
-    private static func makeKey(type: String, push: (OpaquePointer) -> Bool) -> OpaquePointer? {
-        defer { ERR_clear_error() }
-        guard let builder = OSSL_PARAM_BLD_new() else { return nil }
-        defer { OSSL_PARAM_BLD_free(builder) }
-        guard push(builder), let parameters = OSSL_PARAM_BLD_to_param(builder) else { return nil }
-        defer { OSSL_PARAM_free(parameters) }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else { return nil }
-        defer { EVP_PKEY_CTX_free(context) }
-        guard EVP_PKEY_fromdata_init(context) == 1 else { return nil }
-        var key: OpaquePointer?
-        guard EVP_PKEY_fromdata(context, &key, registry_evp_pkey_public_key_selection(), parameters) == 1 else {
-            return nil
-        }
-        return key
     }
 
     private func passesPublicCheck() -> Bool {
