@@ -1,0 +1,115 @@
+@testable import Registry
+import Testing
+
+/// Key and value encodings: unforgeable keys, exact round trips, and
+/// defensive decoding (a bad value throws, never traps).
+struct EncodingTests {
+    @Test func keysOfDistinctIdentifierPairsNeverCollide() {
+        // Every pair of ids over a tiny alphabet that includes NUL and a byte
+        // that looks like a length prefix: all keys distinct, all decode back.
+        let alphabet: [String] = ["", "\u{0}", "\u{1}", "a", "\u{0}\u{1}", "a\u{0}", "\u{0}\u{2}a", "aa"]
+        var seen: [[UInt8]: (String, String)] = [:]
+        for user in alphabet {
+            for device in alphabet {
+                let key = StoreKey.device(user, device)
+                #expect(seen[key] == nil, "\(user.utf8.map { $0 }) / \(device.utf8.map { $0 }) collides")
+                seen[key] = (user, device)
+                #expect(StoreKey.decode(key) == [user, device])
+            }
+        }
+    }
+
+    @Test func aUserPrefixCoversOnlyThatUsersKeys() {
+        #expect(StoreKey.device("ab", "d").starts(with: StoreKey.user("ab")))
+        #expect(!StoreKey.device("abc", "d").starts(with: StoreKey.user("ab")))
+        #expect(!StoreKey.device("a", "bd").starts(with: StoreKey.user("ab")))
+    }
+
+    @Test func longestKeysStayUnderLMDBLimit() {
+        let id = String(repeating: "x", count: Identifier.maxIdentifierBytes)
+        let expiry = ExpiryKey(at: Timestamp(milliseconds: .max), kind: .activityToken,
+                               recordKey: StoreKey.activityToken(id, id, id))
+        #expect(expiry.bytes.count <= 511)
+        #expect(StoreKey.tokenOwner(String(repeating: "F", count: 4096), .push).count == 33)
+    }
+
+    @Test func malformedKeysDoNotDecode() {
+        #expect(StoreKey.decode([0]) == nil)
+        #expect(StoreKey.decode([0, 5, 0x61]) == nil)
+        #expect(StoreKey.decode([0, 1, 0xFF]) == nil)
+    }
+
+    @Test func deviceValueRoundTrips() throws {
+        let full = DeviceValue(platform: .fcm, environment: .sandbox, osVersion: "18.2", appVersion: "2.1.0",
+                               createdAt: Timestamp(milliseconds: 1), lastSeenAt: Timestamp(milliseconds: 1 << 40),
+                               sequence: .max)
+        let bare = DeviceValue(platform: .apns, environment: .production, osVersion: nil, appVersion: nil,
+                               createdAt: Timestamp(milliseconds: 0), lastSeenAt: Timestamp(milliseconds: 5), sequence: nil)
+        #expect(try DeviceValue(decoding: full.encoded()) == full)
+        #expect(try DeviceValue(decoding: bare.encoded()) == bare)
+    }
+
+    @Test func tokenOwnerAndTombstoneValuesRoundTrip() throws {
+        let token = TokenValue(token: String(repeating: "ab", count: 256), environment: .sandbox,
+                               updatedAt: Timestamp(milliseconds: 123_456))
+        let owner = OwnerValue(userId: "u\u{0}", deviceId: "d", activityId: "match-42")
+        let tombstone = TombstoneValue(sequence: 1 << 63, deletedAt: Timestamp(milliseconds: 99))
+        #expect(try TokenValue(decoding: token.encoded()) == token)
+        #expect(try OwnerValue(decoding: owner.encoded()) == owner)
+        #expect(try OwnerValue(decoding: OwnerValue(userId: "u", deviceId: "d", activityId: nil).encoded()).activityId == nil)
+        #expect(try TombstoneValue(decoding: tombstone.encoded()) == tombstone)
+    }
+
+    @Test func everyTruncationOfAValueThrows() {
+        let encoded = DeviceValue(platform: .apns, environment: .production, osVersion: "18", appVersion: "2",
+                                  createdAt: Timestamp(milliseconds: 1_000_000), lastSeenAt: Timestamp(milliseconds: 2_000_000),
+                                  sequence: 300).encoded()
+        for length in 0..<encoded.count {
+            #expect(throws: StoredValueError.self) { try DeviceValue(decoding: Array(encoded.prefix(length))) }
+        }
+    }
+
+    @Test func unknownVersionTrailingBytesAndBadEnumsThrow() {
+        var token = TokenValue(token: "ab", environment: .production, updatedAt: Timestamp(milliseconds: 1)).encoded()
+        #expect(throws: StoredValueError.self) { try TokenValue(decoding: [2] + token.dropFirst()) }
+        #expect(throws: StoredValueError.self) { try TokenValue(decoding: token + [0]) }
+        token[1] = 9
+        #expect(throws: StoredValueError.self) { try TokenValue(decoding: token) }
+        #expect(throws: StoredValueError.self) { try TombstoneValue(decoding: [1] + [UInt8](repeating: 0xFF, count: 11)) }
+        #expect(throws: StoredValueError.self) { try OwnerValue(decoding: [1, 2, 0xC3, 0x28, 1, 0x61, 0]) }
+    }
+
+    @Test func expiryKeysSortOldestFirstWithinAKind() throws {
+        let old = ExpiryKey(at: Timestamp(milliseconds: 3_600_000), kind: .device, recordKey: StoreKey.device("z", "z"))
+        let new = ExpiryKey(at: Timestamp(milliseconds: 256 * 3_600_000), kind: .device, recordKey: StoreKey.device("a", "a"))
+        let other = ExpiryKey(at: Timestamp(milliseconds: 0), kind: .tombstone, recordKey: StoreKey.device("a", "a"))
+        #expect(old.bytes.lexicographicallyPrecedes(new.bytes))
+        #expect(new.bytes.lexicographicallyPrecedes(other.bytes))
+        let parsed = try #require(ExpiryKey(bytes: new.bytes))
+        #expect(parsed == new)
+        #expect(ExpiryKey(at: Timestamp(milliseconds: 3_599_999), kind: .device, recordKey: []).bucket == 0)
+    }
+
+    @Test func base64URLRoundTripsEveryLength() {
+        for length in 0..<12 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 250) }
+            let text = Base64URL.encode(bytes)
+            #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
+            #expect(Base64URL.decode(text) == bytes)
+        }
+        #expect(Base64URL.decode("ab+c") == nil)
+        #expect(Base64URL.decode("abcde") == nil)
+    }
+
+    @Test func cursorRejectsTamperingAnotherActivityAndAnotherSecret() throws {
+        let secret = [UInt8](repeating: 7, count: 32)
+        let cursor = ActivityCursor(after: StoreKey.device("user", "device"))
+        let text = cursor.encode(activity: "match-1", secret: secret)
+        #expect(ActivityCursor.decode(text, activity: "match-1", secret: secret)?.after == cursor.after)
+        #expect(ActivityCursor.decode(text, activity: "match-2", secret: secret) == nil)
+        #expect(ActivityCursor.decode(text, activity: "match-1", secret: [UInt8](repeating: 8, count: 32)) == nil)
+        var bytes = try #require(Base64URL.decode(text))
+        bytes[3] ^= 1
+        #expect(ActivityCursor.decode(Base64URL.encode(bytes), activity: "match-1", secret: secret) == nil)
+    }
+}

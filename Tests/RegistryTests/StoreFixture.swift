@@ -1,0 +1,105 @@
+import Foundation
+import LMDB
+import Registry
+import Synchronization
+
+/// A clock the test moves by hand, so expiry is tested without sleeping.
+final class TestClock: Clock {
+    private let milliseconds: Mutex<Int64>
+
+    /// Starts at a fixed instant (2026-01-01T00:00:00Z) far from bucket edges' surprises.
+    init(milliseconds: Int64 = 1_767_225_600_000) { self.milliseconds = Mutex(milliseconds) }
+
+    func now() -> Timestamp { Timestamp(milliseconds: milliseconds.withLock { $0 }) }
+
+    func advance(seconds: Int64) { milliseconds.withLock { $0 += seconds * 1000 } }
+
+    func advance(milliseconds delta: Int64) { milliseconds.withLock { $0 += delta } }
+}
+
+/// One store in its own temporary directory. The behaviour tests use only
+/// `store` (`any RegistryStore`), so a second backend can reuse them by
+/// changing `makeStore`.
+final class StoreFixture {
+    let directory: String
+    let clock: TestClock
+    private(set) var configuration: LMDBRegistryStore.Configuration
+    private(set) var lmdb: LMDBRegistryStore
+    var store: any RegistryStore { lmdb }
+
+    init(configure: (inout LMDBRegistryStore.Configuration) -> Void) throws {
+        directory = NSTemporaryDirectory() + "registry-tests-" + UUID().uuidString
+        clock = TestClock()
+        var configuration = LMDBRegistryStore.Configuration(directory: directory + "/env")
+        configuration.clock = clock
+        configure(&configuration)
+        self.configuration = configuration
+        lmdb = try LMDBRegistryStore(configuration: configuration)
+    }
+
+    /// Shuts the store down and opens it again on the same directory.
+    func reopen() throws {
+        lmdb.shutdown()
+        lmdb = try LMDBRegistryStore(configuration: configuration)
+    }
+
+    /// Shuts down and removes the directory.
+    func close() {
+        lmdb.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// The store under test, with a test clock.
+func makeStore(maxDevicesPerUser: Int = 20,
+               configure: (inout LMDBRegistryStore.Configuration) -> Void = { _ in }) throws -> StoreFixture {
+    try StoreFixture { configuration in
+        configuration.maxDevicesPerUser = maxDevicesPerUser
+        configure(&configuration)
+    }
+}
+
+/// A distinct valid APNs token (64 lowercase hex digits) for each `n`.
+func apnsToken(_ n: Int) -> String {
+    let hex = String(n, radix: 16)
+    return String(repeating: "a", count: 64 - hex.count) + hex
+}
+
+extension RegistryStore {
+    /// A launch upsert with a push token, the common case in tests.
+    @discardableResult
+    func register(_ user: String, _ device: String, token: Int? = nil, sequence: UInt64? = nil) async throws -> RegistrationOutcome {
+        try await registerDevice(DeviceRegistration(userId: user, deviceId: device,
+                                                    pushToken: token.map { .set(apnsToken($0)) } ?? .keep,
+                                                    sequence: sequence))
+    }
+
+    /// The deviceIds of a user's devices, in list order.
+    func deviceIds(_ user: String) throws -> [String] {
+        try devices(userId: user).map(\.deviceId)
+    }
+
+    /// Every token of an activity, walking all pages.
+    func allActivityTokens(_ activity: String, pageSize: Int = 1_000) throws -> [ActivityToken] {
+        var all: [ActivityToken] = []
+        var cursor: String?
+        repeat {
+            let page = try activityTokens(activityId: activity, limit: pageSize, cursor: cursor)
+            all += page.tokens
+            cursor = page.nextCursor
+        } while cursor != nil
+        return all
+    }
+}
+
+/// Runs `body` and returns the `RegistryError` it threw, `nil` when it succeeded.
+func registryError(_ body: () async throws -> Void) async -> RegistryError? {
+    do {
+        try await body()
+        return nil
+    } catch let error as RegistryError {
+        return error
+    } catch {
+        return .unavailable(reason: "unexpected error \(error)")
+    }
+}
