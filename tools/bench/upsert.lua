@@ -18,16 +18,16 @@ function init(args)
   for line in io.lines(os.getenv("JWT_FILE")) do table.insert(tokens, line) end
 end
 
+-- A distinct 32-byte APNs token per (thread, request): a repeated token
+-- would move between devices (the one-owner rule) instead of adding one.
 local function hex_token(n)
-  local t = {}
-  for i = 1, 32 do t[i] = string.format("%02x", (n * 31 + i * 7) % 256) end
-  return table.concat(t)
+  return string.format("%016x%016x%016x%016x", thread_id, n, thread_id, n)
 end
 
 request = function()
   counter = counter + 1
   local id = string.format("bench-%d-%d", thread_id, counter)
-  local body = '{"deviceId":"' .. id .. '","pushToken":"' .. hex_token(counter + thread_id * 1000003) ..
+  local body = '{"deviceId":"' .. id .. '","pushToken":"' .. hex_token(counter) ..
                '","osVersion":"18.2","appVersion":"2.1.0"}'
   return wrk.format("POST", "/v1/devices", {
     ["Authorization"] = "Bearer " .. tokens[(counter * 7 + thread_id) % #tokens + 1],
