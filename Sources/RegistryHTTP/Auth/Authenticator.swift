@@ -57,13 +57,20 @@ public struct Authenticator: Sendable {
         }
     }
 
-    /// The credential after `Bearer ` (scheme case-insensitive, one space or more).
+    /// The credential after `Bearer ` (scheme case-insensitive, spaces
+    /// around it allowed). Works on UTF-8 bytes: this runs on every request.
     static func bearerToken(_ header: String) -> String? {
-        let trimmed = header.drop(while: { $0 == " " })
-        guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return nil }
-        let token = trimmed.dropFirst(7).drop(while: { $0 == " " })
-        let value = token.reversed().drop(while: { $0 == " " }).reversed()
-        guard !value.isEmpty, !value.contains(" ") else { return nil }
-        return String(value)
+        let bytes = Array(header.utf8)
+        var start = 0
+        while start < bytes.count, bytes[start] == 0x20 { start += 1 }
+        let scheme = Array("bearer ".utf8)
+        guard bytes.count - start > scheme.count,
+              zip(bytes[start..<start + scheme.count], scheme).allSatisfy({ ($0 | 0x20) == $1 }) else { return nil }
+        start += scheme.count
+        while start < bytes.count, bytes[start] == 0x20 { start += 1 }
+        var end = bytes.count
+        while end > start, bytes[end - 1] == 0x20 { end -= 1 }
+        guard end > start, !bytes[start..<end].contains(0x20) else { return nil }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
     }
 }

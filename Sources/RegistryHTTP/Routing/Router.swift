@@ -7,7 +7,8 @@
 public enum Router {
     public static func match(method: String, path: String) -> Result<Route, APIError> {
         guard path.hasPrefix("/") else { return .failure(.notFound) }
-        let segments = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let segments = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+            .map { String(decoding: $0, as: UTF8.self) }
         guard !segments.contains(where: \.isEmpty) else { return .failure(.notFound) }
         guard let candidates = routes(for: segments) else { return .failure(.notFound) }
         let effective = method == "HEAD" ? "GET" : method
