@@ -5,9 +5,11 @@ import COpenSSL
 enum HMACSHA256 {
     static let tagLength = 32
 
-    /// The 32-byte tag of `message` under `key`. Limit: `key` must not be
-    /// empty (callers refuse empty secrets before they get here), and a key
-    /// longer than `Int32.max` bytes is not supported by `HMAC()`.
+    /// The 32-byte tag of `message` under `key`. An empty key is valid HMAC
+    /// (the verifier refuses empty secrets itself: anyone could forge with
+    /// one). Limits: keys longer than `Int32.max` bytes are clamped by
+    /// `HMAC()`'s signature; OpenSSL fails a one-shot HMAC only when it
+    /// cannot allocate, which is treated as fatal like any allocation failure.
     static func tag(message: [UInt8], key: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
