@@ -103,3 +103,12 @@ func registryError(_ body: () async throws -> Void) async -> RegistryError? {
         return .unavailable(reason: "unexpected error \(error)")
     }
 }
+
+/// Values reported from other threads (commit reports, sweep results), collected for assertions.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    func record(_ value: Value) { values.withLock { $0.append(value) } }
+
+    var all: [Value] { values.withLock { $0 } }
+}
