@@ -156,4 +156,57 @@ import FoundationNetworking
                                            environment: ["REGISTRY_DEVICE_TTL": "soon"])
         #expect(minted == 0, "\(mintErr)")
     }
+
+    /// Runs a tool (openssl) and returns its stdout; the test fails on a non-zero exit.
+    private func tool(_ path: String, _ arguments: [String], input: Data? = nil) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let out = Pipe(), inPipe = Pipe()
+        process.standardOutput = out
+        process.standardInput = inPipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        if let input { inPipe.fileHandleForWriting.write(input) }
+        try inPipe.fileHandleForWriting.close()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(path) \(arguments)")
+        return data
+    }
+
+    private func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    @Test func jwksFileConfiguresRS256AndNoSecretIsGenerated() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = directory + "/rsa.pem"
+        _ = try tool("/usr/bin/openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key])
+        let modulusLine = String(decoding: try tool("/usr/bin/openssl", ["rsa", "-in", key, "-noout", "-modulus"]), as: UTF8.self)
+        let hex = Array(modulusLine.trimmingCharacters(in: .whitespacesAndNewlines).dropFirst("Modulus=".count))
+        let modulus = Data(stride(from: 0, to: hex.count, by: 2).map { UInt8(String(hex[$0..<$0 + 2]), radix: 16)! })
+        let jwks = #"{"keys":[{"kty":"RSA","kid":"k1","use":"sig","n":"\#(base64URL(modulus))","e":"AQAB"}]}"#
+        try jwks.write(toFile: directory + "/jwks.json", atomically: true, encoding: .utf8)
+
+        let header = base64URL(Data(#"{"alg":"RS256","kid":"k1","typ":"JWT"}"#.utf8))
+        let exp = Int(Date().timeIntervalSince1970) + 600
+        let payload = base64URL(Data(#"{"sub":"rsa-user","exp":\#(exp)}"#.utf8))
+        let signature = try tool("/usr/bin/openssl", ["dgst", "-sha256", "-sign", key], input: Data("\(header).\(payload)".utf8))
+        let token = "\(header).\(payload).\(base64URL(signature))"
+
+        let server = try Server(arguments: ["--jwt-jwks-file", directory + "/jwks.json"], directory: directory)
+        #expect(server.port > 0, "log: \(server.log)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/registry-data/secrets/jwt-hs256.secret"))
+        let created = try await request("POST", server.port, "/v1/devices", bearer: token, body: #"{"deviceId": "r1"}"#)
+        #expect(created.0 == 201, "\(created.1)")
+        let tampered = try await request("GET", server.port, "/v1/devices", bearer: String(token.dropLast(2)) + "AA")
+        #expect(tampered.0 == 401)
+        #expect(server.stop() == 0)
+        let (minted, _, mintError) = try run(["mint-token", "--user", "u", "--jwt-jwks-file", directory + "/jwks.json"], in: directory)
+        #expect(minted == 2)
+        #expect(mintError.contains("--jwt-hs256-secret-file"))
+    }
 }
