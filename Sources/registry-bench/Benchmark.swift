@@ -106,6 +106,6 @@ struct Benchmark {
 
     private static func token(_ i: Int) -> String {
         let hex = String(i, radix: 16)
-        return String(repeating: "b", count: 64 - hex.count) + hex
+        return String(repeating: "0", count: 64 - hex.count) + hex
     }
 }

@@ -32,6 +32,6 @@ enum CrashWriter {
     /// The push token of record `i`: 64 hex digits.
     static func crashToken(_ i: Int) -> String {
         let hex = String(i, radix: 16)
-        return String(repeating: "c", count: 64 - hex.count) + hex
+        return String(repeating: "0", count: 64 - hex.count) + hex
     }
 }

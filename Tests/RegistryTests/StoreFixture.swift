@@ -62,7 +62,7 @@ func makeStore(maxDevicesPerUser: Int = 20,
 /// A distinct valid APNs token (64 lowercase hex digits) for each `n`.
 func apnsToken(_ n: Int) -> String {
     let hex = String(n, radix: 16)
-    return String(repeating: "a", count: 64 - hex.count) + hex
+    return String(repeating: "0", count: 64 - hex.count) + hex
 }
 
 extension RegistryStore {

@@ -1,0 +1,194 @@
+import Foundation
+import LMDB
+@testable import Registry
+import Testing
+
+/// Group commit under load, crash recovery, map growth, storage limits,
+/// corrupt values, schema versions, shutdown and backup.
+struct DurabilityTests {
+    @Test func concurrentWritersGetExactlyWhatWasCommitted() async throws {
+        let commits = Recorder<Int>()
+        let f = try makeStore(maxDevicesPerUser: 100) { $0.onCommit = { commits.record($0.commands) } }
+        defer { f.close() }
+        let store = f.store
+        let outcomes = try await withThrowingTaskGroup(of: [RegistrationOutcome].self) { group in
+            for task in 0..<64 {
+                group.addTask {
+                    var outcomes: [RegistrationOutcome] = []
+                    for i in 0..<50 {
+                        outcomes.append(try await store.registerDevice(DeviceRegistration(
+                            userId: "user-\(task)", deviceId: "device-\(task)-\(i)",
+                            pushToken: .set(apnsToken(task * 50 + i)), osVersion: "\(i)", sequence: UInt64(i))))
+                    }
+                    return outcomes
+                }
+            }
+            var all: [RegistrationOutcome] = []
+            for try await part in group { all += part }
+            return all
+        }
+        #expect(outcomes.count == 3_200 && outcomes.allSatisfy(\.created))
+        for outcome in outcomes {
+            #expect(try store.device(userId: outcome.device.userId, deviceId: outcome.device.deviceId) == outcome.device)
+        }
+        #expect(try store.stats().devices == 3_200)
+        #expect(commits.all.reduce(0, +) >= 3_200)
+        #expect(commits.all.count < 3_200, "concurrent submissions share commits")
+    }
+
+    @Test func everyAcknowledgedWriteSurvivesAKilledProcess() async throws {
+        let directory = NSTemporaryDirectory() + "registry-crash-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(Self.benchBinary, "registry-bench is built next to the tests"))
+        process.arguments = ["crash-writer", directory, "300"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(printed == "committed 300\n")
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
+
+        let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: directory))
+        defer { store.shutdown() }
+        for i in 0..<300 {
+            let d = try store.device(userId: "crash-user-\(i)", deviceId: "device")
+            #expect(d?.pushToken?.token == Self.crashToken(i) && d?.sequence == 1)
+        }
+        #expect(try store.stats().devices == 300)
+    }
+
+    /// `registry-bench` sits next to the test bundle in the build directory.
+    static let benchBinary: String? = {
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while url.path != "/" {
+            let candidate = url.appendingPathComponent("registry-bench").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            url.deleteLastPathComponent()
+        }
+        return nil
+    }()
+
+    /// The token `registry-bench crash-writer` gives record `i`.
+    static func crashToken(_ i: Int) -> String {
+        let hex = String(i, radix: 16)
+        return String(repeating: "0", count: 64 - hex.count) + hex
+    }
+
+    @Test func aOneMegabyteMapGrowsToHoldAHundredThousandDevices() async throws {
+        let f = try makeStore { $0.initialMapSize = 1 << 20 }
+        defer { f.close() }
+        let store = f.store
+        for batch in 0..<100 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<1_000 {
+                    group.addTask { try await store.register("user-\(batch)-\(i)", "device", token: batch * 1_000 + i) }
+                }
+                try await group.waitForAll()
+            }
+        }
+        let stats = try store.stats()
+        #expect(stats.devices == 100_000 && stats.pushTokens == 100_000)
+        #expect(stats.mapSizeBytes > 1 << 20 && stats.usedBytes <= stats.mapSizeBytes)
+        #expect(try store.device(userId: "user-99-999", deviceId: "device")?.pushToken?.token == apnsToken(99_999))
+    }
+
+    @Test func aMapThatCannotGrowFailsWritesWithStorageFullAndStaysHealthy() async throws {
+        let f = try makeStore { c in
+            c.initialMapSize = 256 << 10
+            c.maxMapSize = 256 << 10
+        }
+        defer { f.close() }
+        var failure: RegistryError?
+        var written = 0
+        while failure == nil && written < 100_000 {
+            let store = f.store
+            let base = written
+            failure = await registryError {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for i in 0..<100 { group.addTask { try await store.register("u\(base + i)", "d", token: base + i) } }
+                    try await group.waitForAll()
+                }
+            }
+            written += 100
+        }
+        #expect(failure == .storageFull)
+        #expect(f.store.isHealthy)
+        #expect(try f.store.device(userId: "u0", deviceId: "d") != nil, "reads keep working")
+    }
+
+    @Test func aCorruptStoredValueIsAnErrorNotACrash() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        try await f.store.register("bob", "d1", token: 2)
+        f.lmdb.shutdown()
+        let environment = try Environment(Environment.Configuration(path: f.configuration.directory))
+        let devices = try environment.openDatabase("devices")
+        try environment.write { txn in try txn.put([1, 0, 7], for: StoreKey.device("alice", "d1"), in: devices) }
+        environment.close()
+        try f.reopen()
+        #expect(throws: StoredValueError.self) { _ = try f.store.device(userId: "alice", deviceId: "d1") }
+        #expect(throws: StoredValueError.self) { _ = try f.store.devices(userId: "alice") }
+        await #expect(throws: StoredValueError.self) { try await f.store.register("alice", "d1") }
+        #expect(f.store.isHealthy)
+        #expect(try await f.store.register("bob", "d1").created == false)
+    }
+
+    @Test func aDifferentSchemaVersionRefusesToOpen() throws {
+        let f = try makeStore(); defer { f.close() }
+        f.lmdb.shutdown()
+        let environment = try Environment(Environment.Configuration(path: f.configuration.directory))
+        let meta = try environment.openDatabase("meta")
+        try environment.write { txn in try txn.put([1, 2], for: Array("schemaVersion".utf8), in: meta) }
+        environment.close()
+        #expect(throws: RegistryOpenError.schemaMismatch(found: 2, expected: 1)) { try f.reopen() }
+    }
+
+    @Test func shutdownCommitsQueuedWritesThenRefusesNewOnes() async throws {
+        let f = try makeStore(); defer { f.close() }
+        let store = f.store
+        let writes = Task {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for i in 0..<200 {
+                    group.addTask { (try? await store.register("u\(i)", "d", token: i)) != nil }
+                }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        f.lmdb.shutdown()
+        f.lmdb.shutdown()
+        let acknowledged = try await writes.value.filter { $0 }.count
+        let error = await registryError { try await store.register("late", "d") }
+        #expect(error == .unavailable(reason: "shutting down"))
+        try f.reopen()
+        #expect(try f.store.stats().devices == acknowledged)
+    }
+
+    @Test func backupIsAConsistentCopyThatOpensAsAStore() async throws {
+        let f = try makeStore(); defer { f.close() }
+        for i in 0..<20 { try await f.store.register("u\(i)", "d", token: i) }
+        let copy = f.directory + "/backup"
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        try f.lmdb.backup(toDirectory: copy)
+        let restored = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: copy))
+        defer { restored.shutdown() }
+        #expect(try restored.stats().devices == 20)
+        #expect(try restored.device(userId: "u7", deviceId: "d")?.pushToken?.token == apnsToken(7))
+    }
+
+    @Test func statsCountEveryDatabase() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        try await f.store.register("alice", "d2")
+        _ = try await f.store.registerPushToStartToken(PushToStartRegistration(userId: "alice", deviceId: "d1", token: apnsToken(2)))
+        _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
+            activityId: "m", userId: "alice", deviceId: "d2", token: apnsToken(3)))
+        try await f.store.signOut(userId: "bob", deviceId: "x", sequence: 1)
+        let stats = try f.store.stats()
+        #expect(stats.devices == 2 && stats.pushTokens == 1 && stats.pushToStartTokens == 1)
+        #expect(stats.activityTokens == 1 && stats.tombstones == 1 && stats.lastSweepAt == nil)
+        #expect(stats.mapSizeBytes == 64 << 20 && stats.usedBytes > 0)
+    }
+}
