@@ -79,6 +79,10 @@ public final class LMDBRegistryStore: RegistryStore {
         environment.close()
     }
 
+    /// A store dropped without `shutdown()` still ends its writer thread and
+    /// closes the environment, so nothing is left running.
+    deinit { shutdown() }
+
     /// A consistent hot copy of the environment into `directory` (which must exist and be empty).
     public func backup(toDirectory directory: String) throws {
         try environment.copy(toDirectory: directory, compact: true)
