@@ -141,7 +141,7 @@ final class GroupCommitWriter: Sendable {
         }
     }
 
-    private static func classify(_ error: any Error) -> RegistryError {
+    static func classify(_ error: any Error) -> RegistryError {
         if let lmdb = error as? LMDBError {
             if lmdb == .mapFull || lmdb.isDiskFull { return .storageFull }
             return .unavailable(reason: "commit failed: \(lmdb)")
