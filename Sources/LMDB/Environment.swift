@@ -56,11 +56,12 @@ public final class Environment: @unchecked Sendable {
             throw error
         }
         handle = env
+        // Reader slots left by crashed processes pin old pages until cleared.
         var dead: Int32 = 0
         mdb_reader_check(env, &dead)
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
-        state = Mutex((mapSize: max(info.me_mapsize, configuration.mapSize), closed: false, databases: [:]))
+        state = Mutex((mapSize: info.me_mapsize, closed: false, databases: [:]))
     }
 
     deinit { close() }
@@ -87,7 +88,8 @@ public final class Environment: @unchecked Sendable {
                 let rc = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
                 if rc == MDB_MAP_RESIZED { return nil }
                 try LMDBError.check(rc)
-                let transaction = ReadTransaction(txn!)
+                guard let txn else { throw LMDBError.badTransaction }
+                let transaction = ReadTransaction(txn)
                 defer {
                     transaction.invalidate()
                     mdb_txn_abort(txn)
@@ -102,8 +104,12 @@ public final class Environment: @unchecked Sendable {
     /// A write transaction: commits when `body` returns, aborts when it
     /// throws. On `MDB_MAP_FULL` it aborts, grows the map while no
     /// transaction is active in this process, and runs `body` again from the
-    /// start, so `body` must be safe to re-run. Any other failed commit is
-    /// thrown and never retried (after a failed fsync nothing is trusted).
+    /// start, so `body` must be safe to re-run. That holds even when `body`
+    /// caught or wrapped the `.mapFull` (say, inside `nested`): what it did
+    /// next was based on a failed write. On `MDB_MAP_RESIZED` (another process
+    /// grew the map) it adopts the new size and retries. Any other failed
+    /// commit is thrown and never retried (after a failed fsync nothing is
+    /// trusted). Growth stops at `maxMapSize`, where `.mapFull` surfaces.
     public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
         while true {
             let step: WriteStep<T> = try gate.shared {
@@ -112,21 +118,25 @@ public final class Environment: @unchecked Sendable {
                 let rc = mdb_txn_begin(handle, nil, 0, &txn)
                 if rc == MDB_MAP_RESIZED { return .adopt }
                 try LMDBError.check(rc)
-                let transaction = WriteTransaction(txn!)
+                guard let txn else { throw LMDBError.badTransaction }
+                let record = WriteRecord()
+                let transaction = WriteTransaction(txn, record: record)
                 let value: T
                 do {
                     value = try body(transaction)
-                } catch LMDBError.mapFull {
-                    transaction.invalidate()
-                    mdb_txn_abort(txn)
-                    return .grow
                 } catch {
                     transaction.invalidate()
                     mdb_txn_abort(txn)
+                    if record.sawMapFull { return .grow }
                     throw error
                 }
-                // mdb_txn_commit frees the handle even when it fails: clear ours first.
                 transaction.invalidate()
+                // A map-full the body caught still spoiled what it did: abort and run again.
+                if record.sawMapFull {
+                    mdb_txn_abort(txn)
+                    return .grow
+                }
+                // mdb_txn_commit frees the handle even when it fails: ours is cleared first.
                 let commit = mdb_txn_commit(txn)
                 if commit == MDB_MAP_FULL { return .grow }
                 try LMDBError.check(commit)

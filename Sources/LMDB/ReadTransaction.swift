@@ -39,7 +39,8 @@ public class ReadTransaction {
     /// Visits entries in key order from the first key >= `from` (or the
     /// first key), only while keys start with `prefix`. With `reverse`, in
     /// descending order from the last key <= `from` (or the last key within
-    /// `prefix`). `visit` returns false to stop. Do not write to the same
+    /// `prefix` when `from` is nil or beyond every key with that prefix).
+    /// `visit` returns false to stop. Do not write to the same
     /// database from `visit`: collect keys, then change them.
     public func scan(_ db: Database, prefix: [UInt8] = [], from: [UInt8]? = nil, reverse: Bool = false,
                      _ visit: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool) throws {
@@ -66,7 +67,7 @@ public class ReadTransaction {
         if !reverse {
             let start = from.map { $0.lexicographicallyPrecedes(prefix) ? prefix : $0 } ?? prefix
             found = start.isEmpty ? try position(MDB_FIRST) : try seek(start)
-        } else if let from {
+        } else if let from, !Self.isPast(from, prefix: prefix) {
             // The last key <= from: seek to the first key >= from, step back unless equal.
             if try seek(from) {
                 found = key.bytes == from ? true : try position(MDB_PREV)
@@ -100,72 +101,14 @@ public class ReadTransaction {
         return nil
     }
 
+    /// Whether `key` sorts after every key starting with `prefix`, so a
+    /// reverse scan from it starts at the last key within `prefix`.
+    static func isPast(_ key: [UInt8], prefix: [UInt8]) -> Bool {
+        guard let after = successor(of: prefix) else { return false }
+        return !key.lexicographicallyPrecedes(after)
+    }
+
     static func checkKey(_ key: [UInt8]) throws {
         guard !key.isEmpty, key.count <= 511 else { throw LMDBError.badValueSize }
-    }
-}
-
-/// A transaction that reads and writes. Only `Environment.write` makes one.
-public final class WriteTransaction: ReadTransaction {
-    public func put(_ value: [UInt8], for key: [UInt8], in db: Database) throws {
-        let txn = try live()
-        try Self.checkKey(key)
-        try key.withMDBVal { keyVal in
-            try value.withMDBVal { valueVal in
-                try LMDBError.check(mdb_put(txn, db.dbi, &keyVal, &valueVal, 0))
-            }
-        }
-    }
-
-    /// Returns false when the key was not there.
-    @discardableResult
-    public func delete(_ key: [UInt8], in db: Database) throws -> Bool {
-        let txn = try live()
-        try Self.checkKey(key)
-        return try key.withMDBVal { keyVal in
-            let rc = mdb_del(txn, db.dbi, &keyVal, nil)
-            if rc == MDB_NOTFOUND { return false }
-            try LMDBError.check(rc)
-            return true
-        }
-    }
-
-    /// A child transaction: its changes join this one when `body` returns
-    /// and are discarded when it throws, so one command of a batch can fail
-    /// alone. This transaction must not be used until `body` returns.
-    public func nested<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-        let parent = try live()
-        var child: OpaquePointer?
-        try LMDBError.check(mdb_txn_begin(mdb_txn_env(parent), parent, 0, &child))
-        let transaction = WriteTransaction(child!)
-        let value: T
-        do {
-            value = try body(transaction)
-        } catch {
-            transaction.invalidate()
-            mdb_txn_abort(child)
-            throw error
-        }
-        transaction.invalidate()
-        try LMDBError.check(mdb_txn_commit(child))
-        return value
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Lends the bytes to C as an `MDB_val`; LMDB does not write through it.
-    func withMDBVal<T>(_ body: (inout MDB_val) throws -> T) rethrows -> T {
-        try withUnsafeBytes { buffer in
-            var val = MDB_val(mv_size: buffer.count, mv_data: UnsafeMutableRawPointer(mutating: buffer.baseAddress))
-            return try body(&val)
-        }
-    }
-}
-
-extension MDB_val {
-    /// A copy of the bytes (map memory is valid only inside the transaction).
-    var bytes: [UInt8] {
-        guard let data = mv_data, mv_size > 0 else { return [] }
-        return Array(UnsafeRawBufferPointer(start: data, count: mv_size))
     }
 }
