@@ -58,4 +58,15 @@ enum PrometheusText {
     static func header(_ name: String, type: String, help: String, into out: inout String) {
         out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
     }
+
+    /// A metric with one sample per label value (or one unlabelled sample
+    /// when `label` is nil): its header, then `name{label="value"} n` lines.
+    static func family(_ name: String, type: String, help: String, label: String? = nil,
+                       samples: [(String, Double)], into out: inout String) {
+        header(name, type: type, help: help, into: &out)
+        for (labelValue, value) in samples {
+            let labels = label.map { "{\($0)=\"\(escape(labelValue))\"}" } ?? ""
+            out += "\(name)\(labels) \(number(value))\n"
+        }
+    }
 }

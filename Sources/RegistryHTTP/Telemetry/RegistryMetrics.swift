@@ -85,27 +85,22 @@ public final class RegistryMetrics: Sendable {
         PrometheusText.header("registry_commit_duration_seconds", type: "histogram",
                               help: "Time to apply and durably commit one batch.", into: &out)
         s.commitSeconds.render(name: "registry_commit_duration_seconds", labels: "", into: &out)
-        PrometheusText.header("registry_commit_failures_total", type: "counter",
-                              help: "Batches whose commit failed (nothing in them was acknowledged).", into: &out)
-        out += "registry_commit_failures_total \(s.failedBatches)\n"
-        PrometheusText.header("registry_sweep_runs_total", type: "counter",
-                              help: "Sweeps run, by result.", into: &out)
-        for result in ["ok", "error"] {
-            out += "registry_sweep_runs_total{result=\"\(result)\"} \(s.sweepRuns[result, default: 0])\n"
-        }
-        PrometheusText.header("registry_sweep_removed_total", type: "counter",
-                              help: "Records removed by sweeps, by kind.", into: &out)
-        for kind in ["activityTokens", "devices", "pushToStartTokens", "tombstones"] {
-            out += "registry_sweep_removed_total{kind=\"\(kind)\"} \(s.sweptRecords[kind, default: 0])\n"
-        }
-        PrometheusText.header("registry_sweep_last_duration_seconds", type: "gauge",
-                              help: "How long the last sweep took.", into: &out)
-        out += "registry_sweep_last_duration_seconds \(PrometheusText.number(s.lastSweepSeconds))\n"
-        PrometheusText.header("registry_feedback_removed_tokens_total", type: "counter",
-                              help: "Tokens removed by APNs feedback, by reason.", into: &out)
-        for reason in FeedbackReason.allCases {
-            out += "registry_feedback_removed_tokens_total{reason=\"\(reason.rawValue)\"} \(s.feedbackRemoved[reason.rawValue, default: 0])\n"
-        }
+        PrometheusText.family("registry_commit_failures_total", type: "counter",
+                              help: "Batches whose commit failed (nothing in them was acknowledged).",
+                              samples: [("", Double(s.failedBatches))], into: &out)
+        PrometheusText.family("registry_sweep_runs_total", type: "counter", help: "Sweeps run, by result.",
+                              label: "result", samples: ["ok", "error"].map { ($0, Double(s.sweepRuns[$0, default: 0])) },
+                              into: &out)
+        PrometheusText.family("registry_sweep_removed_total", type: "counter", help: "Records removed by sweeps, by kind.",
+                              label: "kind",
+                              samples: ["activityTokens", "devices", "pushToStartTokens", "tombstones"]
+                                  .map { ($0, Double(s.sweptRecords[$0, default: 0])) }, into: &out)
+        PrometheusText.family("registry_sweep_last_duration_seconds", type: "gauge", help: "How long the last sweep took.",
+                              samples: [("", s.lastSweepSeconds)], into: &out)
+        PrometheusText.family("registry_feedback_removed_tokens_total", type: "counter",
+                              help: "Tokens removed by APNs feedback, by reason.", label: "reason",
+                              samples: FeedbackReason.allCases.map { ($0.rawValue, Double(s.feedbackRemoved[$0.rawValue, default: 0])) },
+                              into: &out)
         if let stats {
             renderStore(stats, into: &out)
         }
@@ -113,22 +108,16 @@ public final class RegistryMetrics: Sendable {
     }
 
     private func renderStore(_ stats: StoreStats, into out: inout String) {
-        PrometheusText.header("registry_records", type: "gauge", help: "Records per database.", into: &out)
-        let counts: [(String, Int)] = [
-            ("activityTokens", stats.activityTokens), ("devices", stats.devices),
-            ("pushToStartTokens", stats.pushToStartTokens), ("pushTokens", stats.pushTokens),
-            ("tombstones", stats.tombstones),
-        ]
-        for (database, n) in counts { out += "registry_records{database=\"\(database)\"} \(n)\n" }
-        PrometheusText.header("registry_storage_map_size_bytes", type: "gauge",
-                              help: "Size of the LMDB memory map.", into: &out)
-        out += "registry_storage_map_size_bytes \(stats.mapSizeBytes)\n"
-        PrometheusText.header("registry_storage_used_bytes", type: "gauge",
-                              help: "Bytes of the map in use.", into: &out)
-        out += "registry_storage_used_bytes \(stats.usedBytes)\n"
-        PrometheusText.header("registry_sweep_last_timestamp_seconds", type: "gauge",
-                              help: "When the last sweep finished, seconds since the epoch (0: never).", into: &out)
-        let last = stats.lastSweepAt.map { Double($0.milliseconds) / 1000 } ?? 0
-        out += "registry_sweep_last_timestamp_seconds \(PrometheusText.number(last))\n"
+        PrometheusText.family("registry_records", type: "gauge", help: "Records per database.", label: "database",
+                              samples: [("activityTokens", stats.activityTokens), ("devices", stats.devices),
+                                        ("pushToStartTokens", stats.pushToStartTokens), ("pushTokens", stats.pushTokens),
+                                        ("tombstones", stats.tombstones)].map { ($0.0, Double($0.1)) }, into: &out)
+        PrometheusText.family("registry_storage_map_size_bytes", type: "gauge", help: "Size of the LMDB memory map.",
+                              samples: [("", Double(stats.mapSizeBytes))], into: &out)
+        PrometheusText.family("registry_storage_used_bytes", type: "gauge", help: "Bytes of the map in use.",
+                              samples: [("", Double(stats.usedBytes))], into: &out)
+        PrometheusText.family("registry_sweep_last_timestamp_seconds", type: "gauge",
+                              help: "When the last sweep finished, seconds since the epoch (0: never).",
+                              samples: [("", stats.lastSweepAt.map { Double($0.milliseconds) / 1000 } ?? 0)], into: &out)
     }
 }
