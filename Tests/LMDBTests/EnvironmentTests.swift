@@ -34,6 +34,28 @@ import Testing
         }
     }
 
+    @Test func aMapFullCaughtInsideNestedStillGrowsAndRerunsTheWrite() throws {
+        try withEnvironment(configure: { $0.mapSize = 1 << 20 }) { env, db in
+            let value = [UInt8](repeating: 0xCD, count: 4_000)
+            let runs = Mutex(0)
+            let caught = try env.write { txn -> Int in
+                runs.withLock { $0 += 1 }
+                var caught = 0
+                for i in 0..<1_000 {
+                    do {
+                        try txn.nested { try $0.put(value, for: b("n-\(i)"), in: db) }
+                    } catch LMDBError.mapFull {
+                        caught += 1
+                    }
+                }
+                return caught
+            }
+            #expect(runs.withLock { $0 } > 1)
+            #expect(caught == 0)
+            #expect(try env.read { try $0.count(in: db) } == 1_000)
+        }
+    }
+
     @Test func keysMustBeOneTo511Bytes() throws {
         try withEnvironment { env, db in
             #expect(throws: LMDBError.badValueSize) { try env.write { try $0.put(b("v"), for: [], in: db) } }

@@ -38,6 +38,10 @@ import Testing
             #expect(try keys(env, db, from: b("b25"), reverse: true) == ["b2", "b1", "a"])
             #expect(try keys(env, db, from: b("zzz"), reverse: true) == ["c", "b3", "b2", "b1", "a"])
             #expect(try keys(env, db, prefix: b("b"), reverse: true) == ["b3", "b2", "b1"])
+            #expect(try keys(env, db, prefix: b("b"), from: b("b2"), reverse: true) == ["b2", "b1"])
+            #expect(try keys(env, db, prefix: b("b"), from: b("bz"), reverse: true) == ["b3", "b2", "b1"])
+            #expect(try keys(env, db, prefix: b("b"), from: b("c"), reverse: true) == ["b3", "b2", "b1"])
+            #expect(try keys(env, db, prefix: b("b"), from: b("a"), reverse: true) == [])
         }
     }
 

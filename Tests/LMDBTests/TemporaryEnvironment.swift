@@ -27,6 +27,7 @@ struct TemporaryDirectory {
 
 /// Opens an environment with database "main" in a fresh directory, runs `body`, closes it and removes the
 /// directory. `configure` adjusts the configuration before opening.
+@discardableResult
 func withEnvironment<T>(configure: (inout Environment.Configuration) -> Void = { _ in },
                         _ body: (Environment, Database) throws -> T) throws -> T {
     try TemporaryDirectory.with { directory in
