@@ -3,8 +3,11 @@
 /// verification.
 ///
 /// Limits: RSA (RS256, moduli of 2048 bits or more), EC on P-256 (ES256) and
-/// `oct` (HS256) keys only; every key must be usable (an unusable one is a
-/// configuration error, not skipped); `kid`s must be unique; at least one key.
+/// `oct` (HS256) keys only; every signing key must be usable (an unusable one
+/// is a configuration error, not skipped); `kid`s must be unique; at least one
+/// signing key. Keys marked `"use": "enc"` are skipped: identity providers
+/// publish encryption keys beside signing keys in one set, and such a key
+/// can never verify a token.
 public struct JWKSet: Sendable {
     let keys: [JSONWebKey]
 
@@ -23,12 +26,14 @@ public struct JWKSet: Sendable {
         var keys: [JSONWebKey] = []
         var seen: Set<String> = []
         for (index, entry) in entries.enumerated() {
+            if case .string("enc")? = entry.objectValue?["use"] { continue }
             let key = try JSONWebKey(member: entry, index: index)
             if let kid = key.kid, !seen.insert(kid).inserted {
                 throw JWKSError.key(index, kid: kid, "\"kid\" repeats an earlier key's")
             }
             keys.append(key)
         }
+        guard !keys.isEmpty else { throw JWKSError(message: "JWKS holds no signing key (every key is \"use\": \"enc\")") }
         self.keys = keys
     }
 

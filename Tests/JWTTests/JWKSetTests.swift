@@ -79,8 +79,12 @@ import Testing
         #expect(keyError(ec.jwk(kid: "e", extra: "\"d\":\"AQAB\""))?.contains("private key member \"d\"") == true)
     }
 
-    @Test func encryptionKeysAreRefused() {
-        #expect(keyError("{\"kty\":\"oct\",\"k\":\"c2VjcmV0\",\"use\":\"enc\"}")?.contains("\"use\"") == true)
+    @Test func encryptionKeysAreSkippedAndOtherUsesRefused() throws {
+        let encryption = "{\"kty\":\"RSA\",\"use\":\"enc\",\"alg\":\"RSA-OAEP\",\"n\":\"AQAB\",\"e\":\"AQAB\"}"
+        let set = try JWKSet(json: Array(("{\"keys\":[" + encryption + ",{\"kty\":\"oct\",\"k\":\"c2VjcmV0\"}]}").utf8))
+        #expect(set.count == 1)
+        #expect(keyError(encryption)?.contains("no signing key") == true)
+        #expect(keyError("{\"kty\":\"oct\",\"k\":\"c2VjcmV0\",\"use\":\"wrap\"}")?.contains("\"use\"") == true)
     }
 
     @Test func duplicateKidsAreRefused() {
