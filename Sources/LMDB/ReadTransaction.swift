@@ -56,8 +56,10 @@ public class ReadTransaction {
             try LMDBError.check(rc)
             return true
         }
+        /// The first key >= `target`; LMDB refuses an empty key, and every key is >= the empty one.
         func seek(_ target: [UInt8]) throws -> Bool {
-            try target.withMDBVal { targetVal in
+            if target.isEmpty { return try position(MDB_FIRST) }
+            return try target.withMDBVal { targetVal in
                 key = targetVal
                 return try position(MDB_SET_RANGE)
             }
@@ -66,7 +68,7 @@ public class ReadTransaction {
         var found: Bool
         if !reverse {
             let start = from.map { $0.lexicographicallyPrecedes(prefix) ? prefix : $0 } ?? prefix
-            found = start.isEmpty ? try position(MDB_FIRST) : try seek(start)
+            found = try seek(start)
         } else if let from, !Self.isPast(from, prefix: prefix) {
             // The last key <= from: seek to the first key >= from, step back unless equal.
             if try seek(from) {

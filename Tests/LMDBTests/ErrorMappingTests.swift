@@ -7,7 +7,7 @@ import Testing
 /// confusing LMDB code.
 @Suite struct ErrorMappingTests {
     @Test func aReadBeyondMaxReadersIsReadersFull() throws {
-        try withEnvironment(configure: { $0.maxReaders = 1 }) { env, db in
+        try withEnvironment(configure: { $0.maxReaders = 1 }) { env, db throws in
             #expect(throws: LMDBError.readersFull) {
                 try env.read { _ in try env.read { try $0.get(b("k"), in: db) } }
             }
