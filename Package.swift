@@ -4,7 +4,8 @@ import PackageDescription
 /// registryd: a push-notification device registry.
 ///
 /// Dependencies point one way:
-/// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`.
+/// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`;
+/// `JSON` (strict parser and escaping writer) is shared by the HTTP layers.
 /// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
 /// OpenSSL) know nothing of the registry, so each is tested on its own.
 let package = Package(
@@ -23,17 +24,19 @@ let package = Package(
 
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "Registry", dependencies: ["LMDB"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "JSON"),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON"]),
         .target(name: "JWT", dependencies: ["COpenSSL"]),
-        .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT"]),
-        .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT"]),
+        .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON"]),
+        .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB"], path: "Sources/registry-bench"),
 
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT"]),
-        .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT"]),
+        .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import JSON
 /// One HTTP response as a plain value.
 ///
 /// libmicrohttpd writes `Content-Length` (and omits the body for HEAD) by
@@ -20,28 +21,8 @@ public struct HTTPResponse: Sendable {
     /// The contract's error body `{"error":{"code":…,"message":…}}` with
     /// `Content-Type: application/json`.
     public static func error(status: Int, code: String, message: String, closeConnection: Bool = false) -> HTTPResponse {
-        let json = "{\"error\":{\"code\":\(jsonString(code)),\"message\":\(jsonString(message))}}"
+        let body = JSONWriter.encode(.object([("error", .object([("code", .string(code)), ("message", .string(message))]))]))
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")],
-                            body: Array(json.utf8), closeConnection: closeConnection)
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters
-    /// escaped, everything else passed through as UTF-8.
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+                            body: body, closeConnection: closeConnection)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import JSON
 import Registry
 
 /// The registry's HTTP API as plain functions of `HTTPRequest` values: the

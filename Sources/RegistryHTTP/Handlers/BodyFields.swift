@@ -1,3 +1,4 @@
+import JSON
 import Registry
 
 /// Typed access to a JSON request body's members, each failure a 400

@@ -1,4 +1,5 @@
 import HTTPServer
+import JSON
 import Registry
 
 /// `/v1/...`: a device acting on its own user's records. The user is always
@@ -21,7 +22,7 @@ extension RegistryApplication {
             let deviceId = try FieldCheck.pathSegment(raw, field: "deviceId", check: FieldCheck.deviceId)
             let query = try QueryParameters(request.query)
             let sequence = try query.single("sequence").map { (text: String) throws(APIError) -> UInt64 in
-                guard let value = UInt64(exactly: text) else {
+                guard let value = UInt64(decimalDigits: text) else {
                     throw .invalidField("sequence", "must be an integer from 0 to 18446744073709551615")
                 }
                 return value

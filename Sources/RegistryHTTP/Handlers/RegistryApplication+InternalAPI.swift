@@ -1,4 +1,5 @@
 import HTTPServer
+import JSON
 import Registry
 
 /// `/internal/v1/...`, `/metrics` and `/healthz`: the push sender and
@@ -64,7 +65,7 @@ extension RegistryApplication {
         let parameters = try QueryParameters(query)
         var limit = configuration.defaultPageLimit
         if let text = try parameters.single("limit") {
-            guard let n = UInt64(exactly: text), n >= 1, n <= UInt64(configuration.maxPageLimit) else {
+            guard let n = UInt64(decimalDigits: text), n >= 1, n <= UInt64(configuration.maxPageLimit) else {
                 throw APIError.invalidField("limit", "must be an integer from 1 to \(configuration.maxPageLimit)")
             }
             limit = Int(n)

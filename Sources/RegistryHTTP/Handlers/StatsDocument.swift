@@ -1,3 +1,4 @@
+import JSON
 import Registry
 
 /// The JSON shapes of `/internal/v1/stats` and `/internal/v1/sweep`, shared

@@ -1,3 +1,4 @@
+import JSON
 import Registry
 
 /// The two ways a device is shown. The device view (device API) never

@@ -1,5 +1,5 @@
+import JSON
 import Testing
-@testable import RegistryHTTP
 
 @Suite struct JSONParserTests {
     private func parse(_ text: String) throws -> JSONValue { try JSONParser.parse(Array(text.utf8)) }

@@ -31,7 +31,7 @@ public struct JSONObject: Sendable, Hashable {
 
     public subscript(_ name: String) -> JSONValue? { members[name] }
 
-    mutating func set(_ name: String, _ value: JSONValue) { members[name] = value }
+    public mutating func set(_ name: String, _ value: JSONValue) { members[name] = value }
 }
 
 extension JSONValue {
@@ -39,7 +39,7 @@ extension JSONValue {
     /// negative, fractional, exponent or out-of-range number.
     public var exactUInt64: UInt64? {
         guard case .number(let text) = self else { return nil }
-        return UInt64(exactly: text)
+        return UInt64(decimalDigits: text)
     }
 
     /// The exact signed integer this number spells (no fraction or exponent).
@@ -50,8 +50,9 @@ extension JSONValue {
 }
 
 extension UInt64 {
-    /// Parses decimal digits only (no sign, no fraction, no exponent), exactly.
-    init?(exactly text: String) {
+    /// Parses decimal digits only (no sign, no fraction, no exponent, no
+    /// spaces), exactly: how `sequence` and `limit` are read, in bodies and queries.
+    public init?(decimalDigits text: String) {
         guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         self.init(text)
     }
