@@ -31,7 +31,7 @@ public struct JSONObject: Sendable, Hashable {
 
     public subscript(_ name: String) -> JSONValue? { members[name] }
 
-    public mutating func set(_ name: String, _ value: JSONValue) { members[name] = value }
+    mutating func set(_ name: String, _ value: JSONValue) { members[name] = value }
 }
 
 extension JSONValue {

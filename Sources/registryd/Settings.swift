@@ -37,9 +37,9 @@ struct Settings {
             }
             (host, port) = address
         }
-        hs256SecretFile = try Self.path(arguments, "jwt-hs256-secret-file")
-        jwksFile = try Self.path(arguments, "jwt-jwks-file")
-        internalAPIKeyFile = try Self.path(arguments, "internal-api-key-file")
+        hs256SecretFile = try Self.nonEmpty(arguments, "jwt-hs256-secret-file")
+        jwksFile = try Self.nonEmpty(arguments, "jwt-jwks-file")
+        internalAPIKeyFile = try Self.nonEmpty(arguments, "internal-api-key-file")
         issuer = try Self.nonEmpty(arguments, "jwt-issuer")
         audience = try Self.nonEmpty(arguments, "jwt-audience")
         deviceTTLSeconds = try Self.duration(arguments, "device-ttl") ?? deviceTTLSeconds
@@ -62,14 +62,10 @@ struct Settings {
     var storeDirectory: String { dataDirectory + "/lmdb" }
     var secretsDirectory: String { dataDirectory + "/secrets" }
 
-    private static func path(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
+    private static func nonEmpty(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
         guard let (value, source) = arguments.value(flag) else { return nil }
         guard !value.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
         return value
-    }
-
-    private static func nonEmpty(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
-        try path(arguments, flag)
     }
 
     private static func duration(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> Int64? {

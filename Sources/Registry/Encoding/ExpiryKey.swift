@@ -7,7 +7,7 @@
 /// the start of a kind visits oldest first and the sweep stops at the first
 /// bucket past that kind's cutoff: O(expired).
 struct ExpiryKey: Hashable {
-    enum Kind: UInt8, CaseIterable, Sendable {
+    enum Kind: UInt8, Sendable {
         case device = 1
         case activityToken = 2
         case tombstone = 3

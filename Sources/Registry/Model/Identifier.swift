@@ -86,13 +86,6 @@ public enum Identifier {
         }
     }
 
-    /// Feedback may name a token of either kind; hex tokens match case-insensitively,
-    /// so a value that is valid hex is lowercased, anything else is kept as sent.
-    public static func normalizeFeedbackToken(_ value: String) -> Result<String, Problem> {
-        if case .success(let hex) = normalizeAPNsToken(value) { return .success(hex) }
-        return normalizeFCMToken(value)
-    }
-
     private static func isHexDigit(_ b: UInt8) -> Bool {
         (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66)
     }
