@@ -117,8 +117,7 @@ public final class RegistryApplication: HTTPApplication {
     }
 
     private func finish(_ request: HTTPRequest, label: String, _ response: HTTPResponse, started: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).inSeconds
         metrics.recordRequest(route: label, status: response.status, seconds: seconds)
         if logger.isEnabled(.debug) {
             logger.debug("request", [("method", .string(request.method)), ("route", .string(label)),

@@ -38,7 +38,7 @@ enum OperatorCommand {
                     """)
             }
         case "sweep":
-            let counts = try blocking { try await store.sweep(dryRun: arguments.isSet("dry-run")) }
+            let counts = try Blocking.result { try await store.sweep(dryRun: arguments.isSet("dry-run")) }.get()
             print(String(decoding: JSONWriter.encode(StatsDocument.sweep(counts)), as: UTF8.self))
         case "check":
             let problems = try store.check()
@@ -74,7 +74,7 @@ enum OperatorCommand {
                     throw Arguments.Failure(description: "--from: line \(index + 1): \(error)")
                 }
             }
-            let written = try blocking { [records] in try await store.importRecords(records) }
+            let written = try Blocking.result { [records] in try await store.importRecords(records) }.get()
             print("imported \(written) records")
         default:
             guard let (target, _) = arguments.value("to") else {
@@ -86,21 +86,4 @@ enum OperatorCommand {
         }
         return 0
     }
-
-    /// Runs an async store call from synchronous main-thread code.
-    private static func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        let box = ResultBox<T>()
-        Task {
-            do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-            done.signal()
-        }
-        done.wait()
-        return try box.result!.get()
-    }
-}
-
-/// Hands one result from a task to the thread waiting on a semaphore.
-private final class ResultBox<T: Sendable>: @unchecked Sendable {
-    var result: Result<T, any Error>?
 }

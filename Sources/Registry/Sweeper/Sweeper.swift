@@ -48,9 +48,8 @@ public final class Sweeper: Sendable {
     private func run() {
         while waitInterval() {
             let begin = ContinuousClock.now
-            let result = Self.blocking { [store] in try await store.sweep(dryRun: false) }
-            let elapsed = ContinuousClock.now - begin
-            report(result, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            let result = Blocking.result { [store] in try await store.sweep(dryRun: false) }
+            report(result, (ContinuousClock.now - begin).inSeconds)
         }
         finished.signal()
     }
@@ -64,19 +63,5 @@ public final class Sweeper: Sendable {
             if !wakeup.wait(until: deadline) { return !stopping.withLock { $0 } }
         }
         return false
-    }
-
-    /// Runs the async sweep from this plain thread and waits for it.
-    private static func blocking(_ body: @escaping @Sendable () async throws -> SweepCounts) -> Result<SweepCounts, any Error> {
-        let done = DispatchSemaphore(value: 0)
-        let box = Mutex<Result<SweepCounts, any Error>?>(nil)
-        Task {
-            let result: Result<SweepCounts, any Error>
-            do { result = .success(try await body()) } catch { result = .failure(error) }
-            box.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return box.withLock { $0! }
     }
 }

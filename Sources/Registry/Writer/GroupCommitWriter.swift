@@ -118,8 +118,7 @@ final class GroupCommitWriter: Sendable {
                 }
             }
         }
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).inSeconds
         switch outcome {
         case .success(let results):
             onCommit?(CommitBatchReport(commands: batch.count, succeeded: true, seconds: seconds))
