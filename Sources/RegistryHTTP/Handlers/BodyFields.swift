@@ -68,7 +68,7 @@ struct BodyFields {
         switch object[name] {
         case nil, .null?: return nil
         case let value? where value.exactUInt64 != nil: return value.exactUInt64
-        case .number?: throw .invalidField(name, "must be an integer from 0 to 18446744073709551615")
+        case .number?: throw .invalidField(name, FieldCheck.sequenceRule)
         case let other?: throw .invalidField(name, "must be an integer, got \(other.typeName)")
         }
     }
@@ -87,6 +87,15 @@ struct BodyFields {
 
 /// Identifier checks that turn `Identifier.Problem` into `invalid_field`.
 enum FieldCheck {
+    /// What a `sequence` must be, in a body or a query.
+    static let sequenceRule = "must be an integer from 0 to \(UInt64.max)"
+
+    /// A `sequence` query parameter: decimal digits, exactly.
+    static func sequence(_ text: String) throws(APIError) -> UInt64 {
+        guard let value = UInt64(decimalDigits: text) else { throw .invalidField("sequence", sequenceRule) }
+        return value
+    }
+
     static func deviceId(_ value: String, field: String = "deviceId") throws(APIError) -> String {
         if let problem = Identifier.checkDeviceId(value) { throw .invalidField(field, problem.message) }
         return value

@@ -21,12 +21,7 @@ extension RegistryApplication {
         case .signOut(let raw):
             let deviceId = try FieldCheck.pathSegment(raw, field: "deviceId", check: FieldCheck.deviceId)
             let query = try QueryParameters(request.query)
-            let sequence = try query.single("sequence").map { (text: String) throws(APIError) -> UInt64 in
-                guard let value = UInt64(decimalDigits: text) else {
-                    throw .invalidField("sequence", "must be an integer from 0 to 18446744073709551615")
-                }
-                return value
-            }
+            let sequence = try query.single("sequence").map(FieldCheck.sequence)
             try await store.signOut(userId: userId, deviceId: deviceId, sequence: sequence)
             return Self.noContent
         case .registerPushToStart:
