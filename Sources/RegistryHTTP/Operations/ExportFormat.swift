@@ -1,13 +1,12 @@
 import JSON
 import Registry
-import RegistryHTTP
 
 /// The JSON Lines format of `registryd export` and `import`: one object per
 /// line, `{"device": {…}}` with its tokens, or `{"tombstone": {…}}`.
 /// Timestamps are epoch milliseconds so a round trip is exact. It holds
 /// tokens in plaintext: treat an export like the data directory itself.
-enum ExportFormat {
-    static func encode(_ record: ExportedRecord) -> [UInt8] {
+public enum ExportFormat {
+    public static func encode(_ record: ExportedRecord) -> [UInt8] {
         switch record {
         case .device(let d, let activityTokens):
             let token: (StoredToken?) -> JSONWriter.Value = { t in
@@ -36,13 +35,13 @@ enum ExportFormat {
         }
     }
 
-    struct LineError: Error, CustomStringConvertible {
-        var line: Int
-        var field: String
-        var description: String { "line \(line): \(field) is missing or invalid" }
+    public struct LineError: Error, CustomStringConvertible {
+        public var line: Int
+        public var field: String
+        public var description: String { "line \(line): \(field) is missing or invalid" }
     }
 
-    static func decode(_ bytes: [UInt8], line: Int) throws -> ExportedRecord {
+    public static func decode(_ bytes: [UInt8], line: Int) throws -> ExportedRecord {
         let value = try JSONParser.parse(bytes)
         guard case .object(let top) = value else { throw LineError(line: line, field: "record") }
         func object(_ v: JSONValue?, _ name: String) throws -> JSONObject {
