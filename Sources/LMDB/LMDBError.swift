@@ -10,12 +10,6 @@ public enum LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
          badTransaction, badValueSize, badDatabase
     case system(errno: Int32)
 
-    /// ENOSPC or EDQUOT: the disk, not the map, is full.
-    public var isDiskFull: Bool {
-        if case .system(let code) = self { return code == ENOSPC || code == EDQUOT }
-        return false
-    }
-
     init(code: Int32) {
         switch code {
         case MDB_KEYEXIST: self = .keyExists

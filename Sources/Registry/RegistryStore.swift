@@ -21,9 +21,10 @@ public protocol RegistryStore: Sendable {
     /// A user's devices, most recently seen first, ties by `deviceId` ascending.
     func devices(userId: String) throws -> [DeviceRecord]
 
-    /// Devices of many users at once (at most 1,000 ids); users with no
+    /// Devices of many users at once (at most 1,000 ids), in UTF-8 byte
+    /// order of the ids, each id once (compared as bytes); users with no
     /// device are absent from the answer.
-    func devices(userIds: [String]) throws -> [String: [DeviceRecord]]
+    func devices(userIds: [String]) throws -> [UserDevices]
 
     /// Sign-out: removes the device, its push-to-start token and all its
     /// activity tokens in one transaction. Succeeds when nothing was there.
@@ -55,7 +56,8 @@ public protocol RegistryStore: Sendable {
     func removeToken(_ token: String, reason: FeedbackReason, registeredBefore before: Timestamp?) async throws -> Int
 
     /// Deletes what has expired (all of it, in bounded transactions), or with
-    /// `dryRun` counts what would be deleted.
+    /// `dryRun` counts what would be deleted. Task cancellation stops it
+    /// between two bounded steps (`CancellationError`).
     func sweep(dryRun: Bool) async throws -> SweepCounts
 
     func stats() throws -> StoreStats

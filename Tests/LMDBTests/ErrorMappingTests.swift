@@ -50,13 +50,6 @@ import Testing
         }
     }
 
-    @Test func onlyNoSpaceAndQuotaCountAsDiskFull() {
-        #expect(LMDBError.system(errno: ENOSPC).isDiskFull)
-        #expect(LMDBError.system(errno: EDQUOT).isDiskFull)
-        #expect(!LMDBError.system(errno: EIO).isDiskFull)
-        #expect(!LMDBError.mapFull.isDiskFull)
-    }
-
     @Test func descriptionsAreLMDBsAndTheSystemsMessages() {
         #expect(LMDBError.mapFull.description.contains("MDB_MAP_FULL"))
         #expect(LMDBError.notFound.description.contains("MDB_NOTFOUND"))

@@ -135,14 +135,14 @@ struct DurabilityTests {
         #expect(try await f.store.register("bob", "d1").created == false)
     }
 
-    @Test func aDifferentSchemaVersionRefusesToOpen() throws {
+    @Test func aNewerSchemaVersionRefusesToOpen() throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()
         let environment = try Environment(Environment.Configuration(path: f.configuration.directory))
         let meta = try environment.openDatabase("meta")
-        try environment.write { txn in try txn.put([1, 2], for: Array("schemaVersion".utf8), in: meta) }
+        try environment.write { txn in try txn.put([1, 3], for: Array("schemaVersion".utf8), in: meta) }
         environment.close()
-        #expect(throws: RegistryOpenError.schemaMismatch(found: 2, expected: 1)) { try f.reopen() }
+        #expect(throws: RegistryOpenError.schemaMismatch(found: 3, expected: 2)) { try f.reopen() }
     }
 
     @Test func shutdownCommitsQueuedWritesThenRefusesNewOnes() async throws {

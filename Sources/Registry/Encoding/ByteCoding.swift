@@ -30,12 +30,14 @@ struct ByteReader {
     private let bytes: [UInt8]
     private var index = 0
     private let what: String
+    /// The leading version byte, so a decoder can read older layouts.
+    private(set) var version: UInt8 = 0
 
     /// Checks the leading version byte against the versions this build reads.
     init(_ bytes: [UInt8], what: String, versions: ClosedRange<UInt8>) throws(StoredValueError) {
         self.bytes = bytes
         self.what = what
-        let version = try byte()
+        version = try byte()
         guard versions.contains(version) else { throw StoredValueError(what: what, reason: "unknown version \(version)") }
     }
 

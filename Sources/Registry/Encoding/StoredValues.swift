@@ -3,6 +3,11 @@
 /// records and migrate them.
 
 /// `devices`: the record without its tokens.
+///
+/// Version 2 added `activityCount`, kept in step with `deviceActivities` so
+/// that reads, sign-out and the activity cap never scan. A version 1 value
+/// decodes with `activityCount` 0 and `needsActivityCount` set; the schema
+/// migration at open (`SchemaMigration`) rewrites every one of them.
 struct DeviceValue: Hashable {
     var platform: Platform
     /// The push token's environment.
@@ -12,9 +17,13 @@ struct DeviceValue: Hashable {
     var createdAt: Timestamp
     var lastSeenAt: Timestamp
     var sequence: UInt64?
+    /// How many activity tokens the device holds (at most the per-device cap).
+    var activityCount: Int
+    /// Decoded from a version 1 value, which did not store `activityCount`.
+    private(set) var needsActivityCount = false
 
     func encoded() -> [UInt8] {
-        var w = ByteWriter(version: 1)
+        var w = ByteWriter(version: 2)
         w.byte(UInt8(Platform.allCases.firstIndex(of: platform)!))
         w.byte(UInt8(APNsEnvironment.allCases.firstIndex(of: environment)!))
         w.byte((osVersion != nil ? 1 : 0) | (appVersion != nil ? 2 : 0) | (sequence != nil ? 4 : 0))
@@ -23,11 +32,12 @@ struct DeviceValue: Hashable {
         if let osVersion { w.string(osVersion) }
         if let appVersion { w.string(appVersion) }
         if let sequence { w.varint(sequence) }
+        w.varint(UInt64(max(0, activityCount)))
         return w.bytes
     }
 
     init(platform: Platform, environment: APNsEnvironment, osVersion: String?, appVersion: String?,
-         createdAt: Timestamp, lastSeenAt: Timestamp, sequence: UInt64?) {
+         createdAt: Timestamp, lastSeenAt: Timestamp, sequence: UInt64?, activityCount: Int = 0) {
         self.platform = platform
         self.environment = environment
         self.osVersion = osVersion
@@ -35,10 +45,11 @@ struct DeviceValue: Hashable {
         self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt
         self.sequence = sequence
+        self.activityCount = activityCount
     }
 
     init(decoding bytes: [UInt8]) throws(StoredValueError) {
-        var r = try ByteReader(bytes, what: "device", versions: 1...1)
+        var r = try ByteReader(bytes, what: "device", versions: 1...2)
         platform = try r.enumValue(Platform.self, Platform.allCases)
         environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
         let flags = try r.byte()
@@ -47,6 +58,14 @@ struct DeviceValue: Hashable {
         osVersion = flags & 1 != 0 ? try r.string() : nil
         appVersion = flags & 2 != 0 ? try r.string() : nil
         sequence = flags & 4 != 0 ? try r.varint() : nil
+        if r.version >= 2 {
+            let count = try r.varint()
+            guard count <= UInt64(Int32.max) else { throw StoredValueError(what: "device", reason: "activity count out of range") }
+            activityCount = Int(count)
+        } else {
+            activityCount = 0
+            needsActivityCount = true
+        }
         try r.finish()
     }
 }

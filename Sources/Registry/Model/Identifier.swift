@@ -3,8 +3,9 @@
 public enum Identifier {
     /// The longest `userId`, `deviceId` or `activityId`, in UTF-8 bytes.
     public static let maxIdentifierBytes = 128
-    /// Longest `osVersion` / `appVersion`, in characters.
-    public static let maxVersionLength = 32
+    /// Longest `osVersion` / `appVersion`, in UTF-8 bytes (not characters:
+    /// one grapheme cluster can carry thousands of combining marks).
+    public static let maxVersionBytes = 32
 
     /// Why a value was rejected, phrased to follow the field name.
     public enum Problem: Error, Hashable, Sendable {
@@ -49,9 +50,9 @@ public enum Identifier {
         return nil
     }
 
-    /// `osVersion`, `appVersion`: at most 32 characters, no control characters.
+    /// `osVersion`, `appVersion`: at most 32 bytes of UTF-8, no control characters.
     public static func checkVersion(_ value: String) -> Problem? {
-        if value.count > maxVersionLength { return .tooLong }
+        if value.utf8.count > maxVersionBytes { return .tooLong }
         if value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return .controlCharacter }
         return nil
     }

@@ -58,3 +58,36 @@ public struct CommitBatchReport: Sendable {
         self.seconds = seconds
     }
 }
+
+/// One bounded step of a sweep (or dry run), for `/metrics`: how long the
+/// step held its transaction.
+public struct SweepBatchReport: Sendable {
+    public var dryRun: Bool
+    public var seconds: Double
+
+    public init(dryRun: Bool, seconds: Double) {
+        self.dryRun = dryRun
+        self.seconds = seconds
+    }
+}
+
+/// One user's devices in a batch lookup.
+public struct UserDevices: Hashable, Sendable {
+    public var userId: String
+    public var devices: [DeviceRecord]
+
+    public init(userId: String, devices: [DeviceRecord]) {
+        self.userId = userId
+        self.devices = devices
+    }
+
+    /// `ids` without repeats, in UTF-8 byte order, compared as bytes: two
+    /// canonically equivalent ids (NFC and NFD "é") stay two users.
+    public static func distinctByBytes(_ ids: [String]) -> [String] {
+        var seen = Set<[UInt8]>()
+        return ids.map { (Array($0.utf8), $0) }
+            .filter { seen.insert($0.0).inserted }
+            .sorted { $0.0.lexicographicallyPrecedes($1.0) }
+            .map(\.1)
+    }
+}

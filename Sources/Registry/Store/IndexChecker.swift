@@ -33,6 +33,12 @@ struct IndexChecker {
             let entry = ExpiryKey(at: device.lastSeenAt, kind: .device, recordKey: key).bytes
             if !expiry.contains(entry) { this.problem("device \(this.describe(key)): no expiry entry") }
             referenced.insert(entry)
+            if let parts = StoreKey.decode(key), parts.count == 2 {
+                let held = try this.read.activities(parts[0], parts[1]).count
+                if held != device.activityCount {
+                    this.problem("device \(this.describe(key)): activityCount \(device.activityCount) but \(held) activity tokens")
+                }
+            }
         }
         for kind in [TokenKind.push, .pushToStart] {
             try eachEntry(schema.database(kind)) { key, value, this in

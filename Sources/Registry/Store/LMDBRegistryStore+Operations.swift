@@ -1,3 +1,4 @@
+import Foundation
 import LMDB
 
 /// The `RegistryStore` operations: reads here, rules in `RecordWriter+Rules`.
@@ -15,19 +16,18 @@ extension LMDBRegistryStore {
         try reading { try $0.records(of: userId) }
     }
 
-    public func devices(userIds: [String]) throws -> [String: [DeviceRecord]] {
+    public func devices(userIds: [String]) throws -> [UserDevices] {
         try reading { read in
-            var found: [String: [DeviceRecord]] = [:]
-            for user in Set(userIds) {
+            try UserDevices.distinctByBytes(userIds).compactMap { user in
                 let records = try read.records(of: user)
-                if !records.isEmpty { found[user] = records }
+                return records.isEmpty ? nil : UserDevices(userId: user, devices: records)
             }
-            return found
         }
     }
 
     public func signOut(userId: String, deviceId: String, sequence: UInt64?) async throws {
-        try await writing { try $0.signOut(userId, deviceId, sequence: sequence) }
+        let maxTombstones = configuration.maxTombstonesPerUser
+        try await writing { try $0.signOut(userId, deviceId, sequence: sequence, maxTombstones: maxTombstones) }
     }
 
     public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws -> DeviceRecord {
@@ -40,8 +40,10 @@ extension LMDBRegistryStore {
     }
 
     public func registerActivityToken(_ registration: ActivityTokenRegistration) async throws -> ActivityToken {
-        let max = configuration.maxDevicesPerUser
-        return try await writing { try $0.registerActivityToken(registration, maxDevices: max) }
+        let maxDevices = configuration.maxDevicesPerUser, maxActivities = configuration.maxActivitiesPerDevice
+        return try await writing {
+            try $0.registerActivityToken(registration, maxDevices: maxDevices, maxActivities: maxActivities)
+        }
     }
 
     public func removeActivityToken(activityId: String, userId: String, deviceId: String) async throws {
@@ -89,44 +91,50 @@ extension LMDBRegistryStore {
         try await writing { try $0.removeEverywhere(token, before: before) }
     }
 
+    /// Both a sweep and a dry run walk the expiry index in bounded steps:
+    /// each step is its own short transaction (a write through the writer,
+    /// or a read), so neither blocks writers or map growth for long. A
+    /// cancelled task (the sweeper stopping at shutdown) ends the sweep
+    /// between two steps with `CancellationError`; what was deleted stays
+    /// deleted.
     public func sweep(dryRun: Bool) async throws -> SweepCounts {
         try environment.checkStaleReaders()
         let plan = SweepPlan(now: now, deviceTTLSeconds: configuration.deviceTTLSeconds,
                              activityTTLSeconds: configuration.activityTTLSeconds,
                              batchSize: configuration.sweepBatchSize)
         let schema = self.schema
-        if dryRun {
-            return try reading { read in
-                var total = SweepCounts()
-                var counted = Set<[UInt8]>()
-                for kind in SweepPlan.order {
-                    var start: [UInt8]?
-                    repeat {
-                        let (keys, resume) = try plan.entries(kind, read.txn, schema, from: start)
-                        total = total + (try plan.count(keys, read, alreadyCounted: &counted))
-                        start = resume
-                    } while start != nil
-                }
-                return total
-            }
-        }
         var total = SweepCounts()
+        var counted = Set<[UInt8]>()
         for kind in SweepPlan.order {
             var start: [UInt8]?
             repeat {
+                try Task.checkCancellation()
                 let from = start
-                let (counts, resume) = try await writing { writer in
-                    let (keys, resume) = try plan.entries(kind, writer.txn, schema, from: from)
-                    return (try plan.delete(keys, writer), resume)
+                let began = ContinuousClock.now
+                let counts: SweepCounts
+                let resume: [UInt8]?
+                if dryRun {
+                    (counts, resume) = try reading { read in
+                        let (keys, resume) = try plan.entries(kind, read.txn, schema, from: from)
+                        return (try plan.count(keys, read, alreadyCounted: &counted), resume)
+                    }
+                } else {
+                    (counts, resume) = try await writing { writer in
+                        let (keys, resume) = try plan.entries(kind, writer.txn, schema, from: from)
+                        return (try plan.delete(keys, writer), resume)
+                    }
                 }
+                configuration.onSweepBatch?(SweepBatchReport(dryRun: dryRun, seconds: (ContinuousClock.now - began).inSeconds))
                 total = total + counts
                 start = resume
             } while start != nil
         }
-        try await writing { writer in
-            var w = ByteWriter(version: 1)
-            w.timestamp(writer.now)
-            try writer.txn.put(w.bytes, for: Schema.MetaKey.lastSweepAt, in: schema.meta)
+        if !dryRun {
+            try await writing { writer in
+                var w = ByteWriter(version: 1)
+                w.timestamp(writer.now)
+                try writer.txn.put(w.bytes, for: Schema.MetaKey.lastSweepAt, in: schema.meta)
+            }
         }
         return total
     }

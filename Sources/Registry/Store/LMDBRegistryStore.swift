@@ -13,6 +13,11 @@ public final class LMDBRegistryStore: RegistryStore {
         /// The LMDB environment directory (created when missing).
         public var directory: String
         public var maxDevicesPerUser = 20
+        /// Activity tokens one device may hold; one more evicts its least recently refreshed.
+        public var maxActivitiesPerDevice = 32
+        /// Tombstones one user may hold: twice the device cap, so a user who
+        /// signs every device out twice keeps every tombstone.
+        public var maxTombstonesPerUser: Int { 2 * maxDevicesPerUser }
         public var deviceTTLSeconds: Int64 = 90 * 86_400
         public var activityTTLSeconds: Int64 = 90 * 86_400
         /// Expiry entries handled per sweep transaction, so writers are never blocked for long.
@@ -24,6 +29,9 @@ public final class LMDBRegistryStore: RegistryStore {
         public var clock: any Clock = SystemClock()
         /// Called on the writer thread after each batch (metrics).
         public var onCommit: (@Sendable (CommitBatchReport) -> Void)?
+        /// Called after each bounded step of a sweep or dry run (metrics: how
+        /// long a sweep holds the writer at a time).
+        public var onSweepBatch: (@Sendable (SweepBatchReport) -> Void)?
 
         public init(directory: String) { self.directory = directory }
     }
@@ -43,6 +51,7 @@ public final class LMDBRegistryStore: RegistryStore {
         do {
             let schema = try Schema(environment)
             self.schema = schema
+            try SchemaMigration(environment: environment, schema: schema).run()
             cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema) }
         } catch {
             environment.close()
@@ -52,19 +61,8 @@ public final class LMDBRegistryStore: RegistryStore {
                                    onCommit: configuration.onCommit)
     }
 
-    /// Checks (or, on a new environment, writes) the schema version; returns the cursor secret.
+    /// Returns the cursor secret, generated on a new environment.
     private static func checkMeta(_ txn: WriteTransaction, _ schema: Schema) throws -> [UInt8] {
-        if let stored = try txn.get(Schema.MetaKey.schemaVersion, in: schema.meta) {
-            var reader = try ByteReader(stored, what: "schema version", versions: 1...1)
-            let version = try reader.varint()
-            guard version == Schema.version else {
-                throw RegistryOpenError.schemaMismatch(found: version, expected: Schema.version)
-            }
-        } else {
-            var w = ByteWriter(version: 1)
-            w.varint(Schema.version)
-            try txn.put(w.bytes, for: Schema.MetaKey.schemaVersion, in: schema.meta)
-        }
         if let secret = try txn.get(Schema.MetaKey.cursorSecret, in: schema.meta) { return secret }
         var generator = SystemRandomNumberGenerator()
         let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -83,9 +81,15 @@ public final class LMDBRegistryStore: RegistryStore {
     /// closes the environment, so nothing is left running.
     deinit { shutdown() }
 
-    /// A consistent hot copy of the environment into `directory` (which must exist and be empty).
+    /// A consistent hot copy of the environment into `directory`, which is
+    /// created (or narrowed) to mode 0700 and must be empty; the copy is
+    /// mode 0600, whatever the umask: it holds every token.
     public func backup(toDirectory directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        guard chmod(directory, 0o700) == 0 else { throw BackupError.permissions(path: directory, errno: errno) }
         try environment.copy(toDirectory: directory, compact: true)
+        let file = directory + "/data.mdb"
+        guard chmod(file, 0o600) == 0 else { throw BackupError.permissions(path: file, errno: errno) }
     }
 
     public var isHealthy: Bool { writer.isHealthy }

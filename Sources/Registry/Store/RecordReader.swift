@@ -18,7 +18,7 @@ struct RecordReader {
         try txn.get(StoreKey.device(user, device), in: schema.tombstones).map { try TombstoneValue(decoding: $0) }
     }
 
-    /// Activities this device holds a token for.
+    /// Activities this device holds a token for (at most the per-device cap).
     func activities(_ user: String, _ device: String) throws -> [String] {
         var activities: [String] = []
         let prefix = StoreKey.device(user, device)
@@ -29,12 +29,42 @@ struct RecordReader {
         return activities
     }
 
+    /// The device's least recently refreshed activity (ties by activity id
+    /// bytes): the one the activity cap evicts. O(cap).
+    func leastRecentActivity(_ user: String, _ device: String) throws -> String? {
+        var oldest: (activity: String, at: Timestamp)?
+        for activity in try activities(user, device) {
+            guard let token = try token(.activity, StoreKey.activityToken(activity, user, device)) else { continue }
+            if let current = oldest,
+               current.at < token.updatedAt || (current.at == token.updatedAt && !activity.utf8.lexicographicallyPrecedes(current.activity.utf8)) {
+                continue
+            }
+            oldest = (activity, token.updatedAt)
+        }
+        return oldest?.activity
+    }
+
+    /// A user's tombstones as (deviceId, value), in key order (at most the tombstone cap).
+    func tombstones(of user: String) throws -> [(String, TombstoneValue)] {
+        var found: [(String, TombstoneValue)] = []
+        try txn.scan(schema.tombstones, prefix: StoreKey.user(user)) { key, value in
+            guard let parts = StoreKey.decode(key), parts.count == 2 else {
+                throw StoredValueError(what: "tombstone key", reason: "malformed")
+            }
+            found.append((parts[1], try TombstoneValue(decoding: value)))
+            return true
+        }
+        return found
+    }
+
     /// Where `token` of `kind` is held, checked against the holder's stored
     /// token (so a hash collision or a stale index entry never misleads).
     func owner(of token: String, _ kind: TokenKind) throws -> OwnerValue? {
         guard let bytes = try txn.get(StoreKey.tokenOwner(token, kind), in: schema.tokenOwners) else { return nil }
         let owner = try OwnerValue(decoding: bytes)
-        guard try self.token(kind, tokenKey(kind, owner))?.token == token else { return nil }
+        guard let held = try self.token(kind, tokenKey(kind, owner)), held.token.utf8.elementsEqual(token.utf8) else {
+            return nil
+        }
         return owner
     }
 
@@ -60,7 +90,7 @@ struct RecordReader {
             osVersion: value.osVersion, appVersion: value.appVersion,
             pushToken: push.map { StoredToken(token: $0.token, environment: value.environment, updatedAt: $0.updatedAt) },
             pushToStartToken: start.map { StoredToken(token: $0.token, environment: $0.environment, updatedAt: $0.updatedAt) },
-            activityCount: try activities(user, deviceId).count,
+            activityCount: value.activityCount,
             createdAt: value.createdAt, lastSeenAt: value.lastSeenAt, sequence: value.sequence)
     }
 

@@ -17,16 +17,11 @@ extension RecordWriter {
         return .apply
     }
 
-    /// The launch upsert.
+    /// The launch upsert. The push token's format is checked first, against
+    /// the platform the record will have, so a replay cannot smuggle a
+    /// malformed token past the sequence verdict.
     func registerDevice(_ r: DeviceRegistration, maxDevices: Int) throws -> RegistrationOutcome {
         let existing = try read.device(r.userId, r.deviceId)
-        let tombstone = try read.tombstone(r.userId, r.deviceId)
-        if try verdict(r.sequence, stored: existing, tombstone: tombstone) == .replay, var replayed = existing {
-            let previous = replayed
-            replayed.lastSeenAt = now
-            try save(r.userId, r.deviceId, replayed, previous: previous)
-            return RegistrationOutcome(device: try read.join(r.userId, r.deviceId, replayed), created: false)
-        }
         let platform = r.platform ?? existing?.platform ?? .apns
         var pushToken: String?
         if case .set(let raw) = r.pushToken {
@@ -34,8 +29,15 @@ extension RecordWriter {
             case .success(let token): pushToken = token
             case .failure(let problem): throw RegistryError.invalidField(field: "pushToken", message: problem.message)
             }
-            try claim(pushToken!, .push, user: r.userId, device: r.deviceId, activity: nil)
         }
+        let tombstone = try read.tombstone(r.userId, r.deviceId)
+        if try verdict(r.sequence, stored: existing, tombstone: tombstone) == .replay, var replayed = existing {
+            let previous = replayed
+            replayed.lastSeenAt = now
+            try save(r.userId, r.deviceId, replayed, previous: previous)
+            return RegistrationOutcome(device: try read.join(r.userId, r.deviceId, replayed), created: false)
+        }
+        if let pushToken { try claim(pushToken, .push, user: r.userId, device: r.deviceId, activity: nil) }
         if existing == nil { try makeRoom(for: r.userId, maxDevices: maxDevices) }
         let value = DeviceValue(
             platform: platform,
@@ -43,7 +45,8 @@ extension RecordWriter {
             osVersion: r.osVersion ?? existing?.osVersion,
             appVersion: r.appVersion ?? existing?.appVersion,
             createdAt: existing?.createdAt ?? now, lastSeenAt: now,
-            sequence: r.sequence ?? existing?.sequence)
+            sequence: r.sequence ?? existing?.sequence,
+            activityCount: existing?.activityCount ?? 0)
         try save(r.userId, r.deviceId, value, previous: existing)
         let key = StoreKey.device(r.userId, r.deviceId)
         switch r.pushToken {
@@ -72,7 +75,9 @@ extension RecordWriter {
         return try read.join(r.userId, r.deviceId, device.value)
     }
 
-    func registerActivityToken(_ r: ActivityTokenRegistration, maxDevices: Int) throws -> ActivityToken {
+    /// A device holds at most `maxActivities` activity tokens: a new activity
+    /// past that evicts the device's least recently refreshed one.
+    func registerActivityToken(_ r: ActivityTokenRegistration, maxDevices: Int, maxActivities: Int) throws -> ActivityToken {
         let token = try normalizedHex(r.token)
         let device = try touchDevice(r.userId, r.deviceId, sequence: r.sequence, maxDevices: maxDevices) {
             try claim(token, .activity, user: r.userId, device: r.deviceId, activity: r.activityId)
@@ -84,40 +89,63 @@ extension RecordWriter {
                                  token: stored?.token ?? token, environment: stored?.environment ?? r.environment ?? .production,
                                  lastSeenAt: stored?.updatedAt ?? now)
         }
+        if try read.token(.activity, key) == nil {
+            var count = try read.device(r.userId, r.deviceId)?.activityCount ?? 0
+            while count >= max(1, maxActivities), let oldest = try read.leastRecentActivity(r.userId, r.deviceId) {
+                try removeActivityToken(oldest, r.userId, r.deviceId)
+                count -= 1
+            }
+        }
         let value = TokenValue(token: token, environment: r.environment ?? .production, updatedAt: now)
         try putActivityToken(r.activityId, user: r.userId, device: r.deviceId, value)
         return ActivityToken(activityId: r.activityId, userId: r.userId, deviceId: r.deviceId, token: token,
                              environment: value.environment, lastSeenAt: now)
     }
 
-    /// Sign-out: the device and all its tokens; with a sequence, a tombstone.
-    func signOut(_ user: String, _ device: String, sequence: UInt64?) throws {
+    /// Sign-out: the device and all its tokens (O(activity cap)); with a
+    /// sequence, a tombstone (at most `maxTombstones` per user).
+    func signOut(_ user: String, _ device: String, sequence: UInt64?, maxTombstones: Int) throws {
         let existing = try read.device(user, device)
         _ = try verdict(sequence, stored: existing, tombstone: try read.tombstone(user, device), isDelete: true)
         try deleteDevice(user, device)
-        if let sequence { try putTombstone(user, device, sequence: sequence) }
+        if let sequence { try putTombstone(user, device, sequence: sequence, maxTombstones: maxTombstones) }
     }
 
     /// APNs feedback: `token` removed wherever held, optionally only when
     /// registered strictly before `before`. Returns how many were removed.
+    ///
+    /// The token as sent matches exactly everywhere. When no FCM device
+    /// holds it exactly, its lowercase form (APNs tokens are stored
+    /// lowercase) also matches what APNs holders have: push-to-start and
+    /// activity tokens, and push tokens of `apns` devices. An FCM token is
+    /// case-sensitive, so feedback for an uppercase FCM token never removes
+    /// an APNs token that happens to have the same letters.
     func removeEverywhere(_ token: String, before: Timestamp?) throws -> Int {
-        var candidates = [token]
-        if case .success(let hex) = Identifier.normalizeAPNsToken(token), hex != token { candidates.append(hex) }
+        let exact = try removeHeld(token, before: before, apnsOnly: false)
+        guard !exact.heldByFCM, case .success(let hex) = Identifier.normalizeAPNsToken(token),
+              !hex.utf8.elementsEqual(token.utf8) else { return exact.removed }
+        return exact.removed + (try removeHeld(hex, before: before, apnsOnly: true).removed)
+    }
+
+    private func removeHeld(_ token: String, before: Timestamp?, apnsOnly: Bool) throws -> (removed: Int, heldByFCM: Bool) {
         var removed = 0
-        for candidate in candidates {
-            for kind in TokenKind.allCases {
-                guard let owner = try read.owner(of: candidate, kind) else { continue }
-                let key = read.tokenKey(kind, owner)
-                if let before, let stored = try read.token(kind, key), !(stored.updatedAt < before) { continue }
-                switch kind {
-                case .push, .pushToStart:
-                    if try removeToken(kind, key) { removed += 1 }
-                case .activity:
-                    if try removeActivityToken(owner.activityId ?? "", owner.userId, owner.deviceId) { removed += 1 }
-                }
+        var heldByFCM = false
+        for kind in TokenKind.allCases {
+            guard let owner = try read.owner(of: token, kind) else { continue }
+            if kind == .push, try read.device(owner.userId, owner.deviceId)?.platform == .fcm {
+                heldByFCM = true
+                if apnsOnly { continue }
+            }
+            let key = read.tokenKey(kind, owner)
+            if let before, let stored = try read.token(kind, key), !(stored.updatedAt < before) { continue }
+            switch kind {
+            case .push, .pushToStart:
+                if try removeToken(kind, key) { removed += 1 }
+            case .activity:
+                if try removeActivityToken(owner.activityId ?? "", owner.userId, owner.deviceId) { removed += 1 }
             }
         }
-        return removed
+        return (removed, heldByFCM)
     }
 
     // MARK: Rule helpers
@@ -126,9 +154,10 @@ extension RecordWriter {
     /// (push-to-start and activity registrations create it when missing).
     private func touchDevice(_ user: String, _ device: String, sequence: UInt64?, maxDevices: Int,
                              claimToken: () throws -> Void) throws -> (value: DeviceValue, replayed: Bool) {
-        let existing = try read.device(user, device)
-        let verdict = try verdict(sequence, stored: existing, tombstone: try read.tombstone(user, device))
+        let verdict = try verdict(sequence, stored: try read.device(user, device), tombstone: try read.tombstone(user, device))
         if verdict == .apply { try claimToken() }
+        // Read after the claim: moving an activity token off this very device changed its count.
+        let existing = try read.device(user, device)
         if existing == nil { try makeRoom(for: user, maxDevices: maxDevices) }
         var value = existing ?? DeviceValue(platform: .apns, environment: .production, osVersion: nil, appVersion: nil,
                                             createdAt: now, lastSeenAt: now, sequence: nil)
@@ -144,10 +173,13 @@ extension RecordWriter {
     /// activity token only that activity entry goes.
     private func claim(_ token: String, _ kind: TokenKind, user: String, device: String, activity: String?) throws {
         guard let owner = try read.owner(of: token, kind) else { return }
-        guard owner.userId != user || owner.deviceId != device || owner.activityId != activity else { return }
+        let sameDevice = owner.userId.utf8.elementsEqual(user.utf8) && owner.deviceId.utf8.elementsEqual(device.utf8)
+        let sameActivity = (owner.activityId ?? "").utf8.elementsEqual((activity ?? "").utf8)
+            && (owner.activityId == nil) == (activity == nil)
+        guard !(sameDevice && sameActivity) else { return }
         switch kind {
         case .push, .pushToStart:
-            if owner.userId != user || owner.deviceId != device { try deleteDevice(owner.userId, owner.deviceId) }
+            if !sameDevice { try deleteDevice(owner.userId, owner.deviceId) }
         case .activity:
             try removeActivityToken(owner.activityId ?? "", owner.userId, owner.deviceId)
         }

@@ -3,8 +3,11 @@ import LMDB
 /// The store's write primitives inside one (nested) write transaction. Each
 /// keeps its indexes in step in the same transaction as the record: the
 /// token owner index with every token, the expiry index with every
-/// lastSeen, `deviceActivities` with every activity token. Rules (sequence,
-/// one owner, cap) are in `RecordWriter+Rules`.
+/// lastSeen, `deviceActivities` and the device's `activityCount` with every
+/// activity token. Rules (sequence, one owner, caps) are in `RecordWriter+Rules`.
+///
+/// Ids are compared as bytes, never with `String ==` (which treats
+/// canonically equivalent strings as equal while their keys differ).
 struct RecordWriter {
     let txn: WriteTransaction
     let schema: Schema
@@ -59,7 +62,8 @@ struct RecordWriter {
         return true
     }
 
-    /// Stores an activity token with its owner, device-activity and expiry entries.
+    /// Stores an activity token with its owner, device-activity and expiry
+    /// entries, counting it on its device (which must exist).
     func putActivityToken(_ activity: String, user: String, device: String, _ value: TokenValue) throws {
         let key = StoreKey.activityToken(activity, user, device)
         let old = try read.token(.activity, key)
@@ -67,6 +71,7 @@ struct RecordWriter {
         try moveExpiry(.activityToken, key, from: old?.updatedAt, to: value.updatedAt)
         if old == nil {
             try txn.put([], for: StoreKey.deviceActivity(user, device, activity), in: schema.deviceActivities)
+            try countActivity(user, device, by: 1)
         }
         guard old?.token != value.token else { return }
         if let old { try deleteOwnerEntry(old.token, .activity, pointingAt: key) }
@@ -82,7 +87,17 @@ struct RecordWriter {
         try txn.delete(ExpiryKey(at: old.updatedAt, kind: .activityToken, recordKey: key).bytes, in: schema.expiry)
         try txn.delete(StoreKey.deviceActivity(user, device, activity), in: schema.deviceActivities)
         try deleteOwnerEntry(old.token, .activity, pointingAt: key)
+        try countActivity(user, device, by: -1)
         return true
+    }
+
+    /// Keeps the device's stored `activityCount` in step (no expiry move:
+    /// `lastSeenAt` is unchanged). A missing device is left alone: it is
+    /// being deleted with its tokens.
+    private func countActivity(_ user: String, _ device: String, by delta: Int) throws {
+        guard var value = try read.device(user, device) else { return }
+        value.activityCount = max(0, value.activityCount + delta)
+        try txn.put(value.encoded(), for: StoreKey.device(user, device), in: schema.devices)
     }
 
     /// Drops the owner entry only if it still points at this holder (a newer
@@ -97,9 +112,23 @@ struct RecordWriter {
 
     // MARK: Tombstones and expiry
 
-    func putTombstone(_ user: String, _ device: String, sequence: UInt64) throws {
+    /// Leaves (or raises) a sign-out's tombstone. A user holds at most
+    /// `maxTombstones`: a new one past that drops the user's oldest (ties by
+    /// deviceId bytes), so deletes of made-up ids cannot grow storage.
+    func putTombstone(_ user: String, _ device: String, sequence: UInt64, maxTombstones: Int) throws {
         let key = StoreKey.device(user, device)
         let old = try read.tombstone(user, device)
+        if old == nil {
+            var existing = try read.tombstones(of: user)
+            if existing.count >= maxTombstones {
+                existing.sort { a, b in
+                    a.1.deletedAt != b.1.deletedAt ? a.1.deletedAt < b.1.deletedAt : a.0.utf8.lexicographicallyPrecedes(b.0.utf8)
+                }
+                for (deviceId, _) in existing.prefix(existing.count - max(1, maxTombstones) + 1) {
+                    _ = try deleteTombstone(StoreKey.device(user, deviceId))
+                }
+            }
+        }
         let value = TombstoneValue(sequence: max(sequence, old?.sequence ?? 0), deletedAt: now)
         try txn.put(value.encoded(), for: key, in: schema.tombstones)
         try moveExpiry(.tombstone, key, from: old?.deletedAt, to: now)

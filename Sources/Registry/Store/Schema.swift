@@ -1,3 +1,4 @@
+import Foundation
 import LMDB
 
 /// The named databases of one registry environment, opened once at start.
@@ -13,8 +14,10 @@ import LMDB
 /// | tombstones | (user, device) | TombstoneValue |
 /// | meta | name | schema version, cursor secret, lastSweepAt |
 struct Schema: Sendable {
-    /// Bumped when a stored encoding changes incompatibly; checked at open.
-    static let version: UInt64 = 1
+    /// Bumped when a stored encoding changes; checked at open, where
+    /// `SchemaMigration` brings an older environment up to it.
+    /// 2: device values carry `activityCount`.
+    static let version: UInt64 = 2
 
     let devices: Database
     let pushTokens: Database
@@ -61,7 +64,19 @@ public enum RegistryOpenError: Error, Hashable, Sendable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .schemaMismatch(let found, let expected):
-            "the data directory holds schema version \(found); this build reads version \(expected)"
+            "the data directory holds schema version \(found); this build reads versions up to \(expected)"
+        }
+    }
+}
+
+/// Why a backup could not be written safely.
+public enum BackupError: Error, Hashable, Sendable, CustomStringConvertible {
+    case permissions(path: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .permissions(let path, let code):
+            "cannot restrict permissions of '\(path)': \(String(cString: strerror(code)))"
         }
     }
 }

@@ -5,12 +5,15 @@ import Synchronization
 ///
 /// It only decides *when*: the store's `sweep` reads the expiry index and
 /// deletes in bounded transactions through the writer, so a sweep never
-/// holds the write lock for long. `stop()` wakes it and waits for it.
+/// holds the write lock for long. `stop()` wakes it, cancels a sweep in
+/// progress (it ends between two bounded steps, so shutdown never waits for
+/// a whole backlog) and waits for the thread.
 public final class Sweeper: Sendable {
     private let store: any RegistryStore
     private let interval: Double
     private let report: @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void
-    private let stopping = Mutex(false)
+    /// Set by `stop`; the running sweep's task, cancelled by `stop`.
+    private let control = Mutex<(stopping: Bool, sweep: Task<Void, Never>?)>((false, nil))
     private let wakeup = NSCondition()
     private let finished = DispatchSemaphore(value: 0)
     private let started = Mutex(false)
@@ -35,9 +38,10 @@ public final class Sweeper: Sendable {
 
     public func stop() {
         let wasRunning = started.withLock { $0 }
-        let first = stopping.withLock { s -> Bool in
-            defer { s = true }
-            return !s
+        let first = control.withLock { c -> Bool in
+            defer { c.stopping = true }
+            c.sweep?.cancel()
+            return !c.stopping
         }
         wakeup.lock()
         wakeup.broadcast()
@@ -48,7 +52,13 @@ public final class Sweeper: Sendable {
     private func run() {
         while waitInterval() {
             let begin = ContinuousClock.now
-            let result = Blocking.result { [store] in try await store.sweep(dryRun: false) }
+            let result = Blocking.result(started: { task in
+                control.withLock { c in
+                    c.sweep = task
+                    if c.stopping { task.cancel() }
+                }
+            }) { [store] in try await store.sweep(dryRun: false) }
+            control.withLock { $0.sweep = nil }
             report(result, (ContinuousClock.now - begin).inSeconds)
         }
         finished.signal()
@@ -59,8 +69,8 @@ public final class Sweeper: Sendable {
         let deadline = Date().addingTimeInterval(interval)
         wakeup.lock()
         defer { wakeup.unlock() }
-        while !stopping.withLock({ $0 }) {
-            if !wakeup.wait(until: deadline) { return !stopping.withLock { $0 } }
+        while !control.withLock({ $0.stopping }) {
+            if !wakeup.wait(until: deadline) { return !control.withLock { $0.stopping } }
         }
         return false
     }

@@ -10,10 +10,13 @@ import Synchronization
 /// commits the batch with fsync, and only then resumes each caller with its
 /// own result. Durability costs one fsync per batch, not per request.
 ///
-/// A failed commit is never acknowledged: a full disk or a map that cannot
-/// grow fails the batch with `.storageFull` and writing goes on; any other
-/// commit failure (EIO, `MDB_PANIC`) fails the batch and every later write
-/// with `.unavailable`, since nothing after a failed fsync can be trusted.
+/// A failed commit is never acknowledged. A map that reached its configured
+/// maximum fails the batch with `.storageFull` and writing goes on (nothing
+/// touched the disk). Any other failure (EIO or ENOSPC from a page write or
+/// the fsync, which LMDB does not tell apart; `MDB_PANIC`; a map that could
+/// not grow) fails the batch, every command queued behind it and every later
+/// one with `.unavailable`: nothing commits again in this process, since
+/// nothing after a failed fsync can be trusted (PostgreSQL's fsyncgate).
 final class GroupCommitWriter: Sendable {
     /// One caller's command, type-erased so a batch can hold many kinds.
     private struct Command: Sendable {
@@ -43,8 +46,11 @@ final class GroupCommitWriter: Sendable {
         thread.start()
     }
 
-    /// `false` once a commit failed for a reason other than a full disk.
+    /// `false` once a commit failed for a reason other than a full map.
     var isHealthy: Bool { state.withLock { $0.failure == nil } }
+
+    /// Commands waiting for the next batch.
+    var queuedCommands: Int { state.withLock { $0.queue.count } }
 
     /// Runs `body` in the next batch; returns after that batch committed.
     func submit<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
@@ -82,7 +88,11 @@ final class GroupCommitWriter: Sendable {
 
     private func run() {
         while let batch = nextBatch() {
-            commit(batch)
+            if let failure = state.withLock({ $0.failure }) {
+                for command in batch { command.complete(.failure(failure)) }
+            } else {
+                commit(batch)
+            }
         }
         finished.signal()
     }
@@ -141,10 +151,7 @@ final class GroupCommitWriter: Sendable {
     }
 
     static func classify(_ error: any Error) -> RegistryError {
-        if let lmdb = error as? LMDBError {
-            if lmdb == .mapFull || lmdb.isDiskFull { return .storageFull }
-            return .unavailable(reason: "commit failed: \(lmdb)")
-        }
+        if let lmdb = error as? LMDBError, lmdb == .mapFull { return .storageFull }
         return .unavailable(reason: "commit failed: \(error)")
     }
 }

@@ -55,8 +55,7 @@ extension RegistryApplication {
             userIds.append(try FieldCheck.userId(id, field: "userIds[\(index)]"))
         }
         let found = try store.devices(userIds: userIds)
-        let members = found.filter { !$0.value.isEmpty }.sorted(by: { $0.key < $1.key })
-            .map { ($0.key, JSONWriter.Value.array($0.value.map(Views.sender))) }
+        let members = found.map { ($0.userId, JSONWriter.Value.array($0.devices.map(Views.sender))) }
         return Self.json(200, .object([("users", .object(members))]))
     }
 
