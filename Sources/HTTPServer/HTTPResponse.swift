@@ -5,6 +5,10 @@ import JSON
 /// itself, so `Content-Length`, `Transfer-Encoding` and `Connection` headers
 /// given here are not sent as given: use `closeConnection` to close.
 public struct HTTPResponse: Sendable {
+    /// The `Retry-After` of every 503 the service sends (shutting down,
+    /// storage full or unusable): one value, so clients need one rule.
+    public static let retryAfterSeconds = "5"
+
     public var status: Int
     public var headers: [(String, String)]
     public var body: [UInt8]

@@ -96,7 +96,7 @@ public final class HTTPServer: Sendable {
     /// close idle keep-alive connections, stop the daemon. Idempotent.
     ///
     /// Meanwhile a request arriving on an open connection is answered 503
-    /// `unavailable` with `Retry-After: 1` and closed. Connections made after
+    /// `unavailable` with `Retry-After` (`HTTPResponse.retryAfterSeconds`) and closed. Connections made after
     /// the quiesce wait in the kernel's backlog and are reset when the
     /// listening socket closes. Handlers still running at the deadline are
     /// answered 503 for; their tasks run on but their answers are dropped.

@@ -28,7 +28,7 @@ final class ServerCore: Sendable {
     static let unavailable: HTTPResponse = {
         var response = HTTPResponse.error(status: 503, code: "unavailable", message: "the server is shutting down",
                                           closeConnection: true)
-        response.headers.append(("Retry-After", "1"))
+        response.headers.append(("Retry-After", HTTPResponse.retryAfterSeconds))
         return response
     }()
 

@@ -37,7 +37,7 @@ public final class Environment: @unchecked Sendable {
     let handle: OpaquePointer
     /// Held shared by every transaction, exclusive to resize the map or close.
     private let gate = ReadWriteLock()
-    private let state: Mutex<(mapSize: Int, closed: Bool, databases: [String: MDB_dbi])>
+    private let state: Mutex<(mapSize: Int, closed: Bool, unusable: Bool, databases: [String: MDB_dbi])>
 
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
@@ -61,7 +61,7 @@ public final class Environment: @unchecked Sendable {
         mdb_reader_check(env, &dead)
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
-        state = Mutex((mapSize: info.me_mapsize, closed: false, databases: [:]))
+        state = Mutex((mapSize: info.me_mapsize, closed: false, unusable: false, databases: [:]))
     }
 
     deinit { close() }
@@ -158,11 +158,7 @@ public final class Environment: @unchecked Sendable {
             try checkOpen()
             let current = state.withLock { $0.mapSize }
             guard current < configuration.maxMapSize else { throw LMDBError.mapFull }
-            let next = min(max(current * 2, current + (1 << 20)), configuration.maxMapSize)
-            try LMDBError.check(mdb_env_set_mapsize(handle, next))
-            var info = MDB_envinfo()
-            mdb_env_info(handle, &info)
-            state.withLock { $0.mapSize = info.me_mapsize }
+            try resize(to: min(max(current * 2, current + (1 << 20)), configuration.maxMapSize))
         }
     }
 
@@ -170,15 +166,35 @@ public final class Environment: @unchecked Sendable {
     private func adoptResizedMap() throws {
         try gate.exclusive {
             try checkOpen()
-            try LMDBError.check(mdb_env_set_mapsize(handle, 0))
-            var info = MDB_envinfo()
-            mdb_env_info(handle, &info)
-            state.withLock { $0.mapSize = info.me_mapsize }
+            try resize(to: 0)
         }
     }
 
+    /// `mdb_env_set_mapsize` unmaps the old map before mapping the new one;
+    /// when the new `mmap` fails (ENOMEM under RLIMIT_AS, say) LMDB's meta
+    /// pointers still point into the unmapped region and the next
+    /// transaction would crash the process. So a failed resize makes the
+    /// environment unusable for good: every later call throws `.panic`
+    /// without touching LMDB, and the owner exits for its supervisor.
+    /// Called with the gate held exclusively.
+    private func resize(to size: Int) throws {
+        let rc = mdb_env_set_mapsize(handle, size)
+        guard rc == 0 else {
+            state.withLock { $0.unusable = true }
+            throw LMDBError(code: rc)
+        }
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        state.withLock { $0.mapSize = info.me_mapsize }
+    }
+
+    /// `false` once a map resize failed: nothing may touch LMDB again.
+    public var isUsable: Bool { state.withLock { !$0.unusable } }
+
     private func checkOpen() throws {
-        if state.withLock({ $0.closed }) { throw LMDBError.invalid }
+        let (closed, unusable) = state.withLock { ($0.closed, $0.unusable) }
+        if unusable { throw LMDBError.panic }
+        if closed { throw LMDBError.invalid }
     }
 
     public var info: EnvironmentInfo {
@@ -223,7 +239,9 @@ public final class Environment: @unchecked Sendable {
                 defer { s.closed = true }
                 return !s.closed
             }
-            if wasOpen { mdb_env_close(handle) }
+            // After a failed resize LMDB's own close would read the dangling
+            // meta pointers; the process is about to exit, so leak it instead.
+            if wasOpen && isUsable { mdb_env_close(handle) }
         }
     }
 }

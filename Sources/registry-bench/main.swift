@@ -2,8 +2,15 @@ import Foundation
 
 // registry-bench [--submitters N] [--upserts M]   group commit vs one commit per upsert
 // registry-bench crash-writer DIR N               N durable upserts, a line on stdout, then SIGKILL
+// registry-bench grow-under-limit DIR MIB         writes until the map cannot grow under RLIMIT_AS
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "crash-writer" {
+if arguments.first == "grow-under-limit" {
+    guard arguments.count == 3, let headroom = Int(arguments[2]), headroom > 0 else {
+        FileHandle.standardError.write(Data("usage: registry-bench grow-under-limit DIR MIB\n".utf8))
+        exit(2)
+    }
+    await GrowthLimitProbe.run(directory: arguments[1], headroomMiB: headroom)
+} else if arguments.first == "crash-writer" {
     guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else {
         FileHandle.standardError.write(Data("usage: registry-bench crash-writer DIR N\n".utf8))
         exit(2)

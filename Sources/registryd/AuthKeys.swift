@@ -17,7 +17,7 @@ struct AuthKeys {
     static func configured(_ settings: Settings) throws(Arguments.Failure) -> AuthKeys {
         var keys = AuthKeys()
         keys.hs256Secret = try settings.hs256SecretFile.map { path throws(Arguments.Failure) in
-            try Secrets.read(path, flag: "jwt-hs256-secret-file")
+            try Secrets.read(path, flag: "jwt-hs256-secret-file", minimumBytes: Secrets.minimumBytes)
         }
         if let path = settings.jwksFile {
             let bytes = try Secrets.read(path, flag: "jwt-jwks-file")
@@ -28,7 +28,7 @@ struct AuthKeys {
             }
         }
         keys.internalAPIKey = try settings.internalAPIKeyFile.map { path throws(Arguments.Failure) in
-            try Secrets.read(path, flag: "internal-api-key-file")
+            try Secrets.read(path, flag: "internal-api-key-file", minimumBytes: Secrets.minimumBytes)
         }
         return keys
     }

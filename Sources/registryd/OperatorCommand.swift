@@ -18,6 +18,7 @@ enum OperatorCommand {
         configuration.deviceTTLSeconds = settings.deviceTTLSeconds
         configuration.activityTTLSeconds = settings.activityTTLSeconds
         configuration.maxDevicesPerUser = settings.maxDevicesPerUser
+        configuration.maxActivitiesPerDevice = settings.maxActivitiesPerDevice
         let store = try LMDBRegistryStore(configuration: configuration)
         defer { store.shutdown() }
         switch name {

@@ -29,10 +29,17 @@ enum ServeCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
+        // Nothing is written (secrets, the environment) before the address is known to be usable.
+        do {
+            try HTTPServer.probeListen(host: settings.host, port: settings.port)
+        } catch {
+            throw Arguments.Failure(description: "--listen: \(error)")
+        }
         let auth = try keys.completed(settings, logger: logger)
         let metrics = RegistryMetrics()
         var storeConfiguration = LMDBRegistryStore.Configuration(directory: settings.storeDirectory)
         storeConfiguration.maxDevicesPerUser = settings.maxDevicesPerUser
+        storeConfiguration.maxActivitiesPerDevice = settings.maxActivitiesPerDevice
         storeConfiguration.deviceTTLSeconds = settings.deviceTTLSeconds
         storeConfiguration.activityTTLSeconds = settings.activityTTLSeconds
         storeConfiguration.onCommit = { report in metrics.recordCommit(report) }
@@ -47,6 +54,9 @@ enum ServeCommand {
                                       ("activityTokens", .int(Int64(counts.activityTokens))),
                                       ("tombstones", .int(Int64(counts.tombstones))),
                                       ("seconds", .string(String(format: "%.3f", seconds)))])
+            case .failure(is CancellationError):
+                logger.info("sweep_interrupted", [("reason", .string("shutting down")),
+                                                  ("seconds", .string(String(format: "%.3f", seconds)))])
             case .failure(let error):
                 logger.error("sweep_failed", [("error", .string(String(describing: error)))])
             }

@@ -18,10 +18,12 @@ struct Settings {
     var activityTTLSeconds: Int64 = 90 * 86_400
     var sweepIntervalSeconds: Int64 = 3600
     var maxDevicesPerUser = 20
+    var maxActivitiesPerDevice = 32
     var logLevel = Logger.Level.info
 
     /// The flags every data-directory command shares, and those only `serve` reads.
-    static let storeFlags: Set<String> = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user", "log-level"]
+    static let storeFlags: Set<String> = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user",
+                                          "max-activities-per-device", "log-level"]
     static let authFlags: Set<String> = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience",
                                          "internal-api-key-file"]
     static let serveFlags: Set<String> = storeFlags.union(authFlags).union(["listen", "sweep-interval"])
@@ -50,6 +52,12 @@ struct Settings {
                 throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 10000")
             }
             maxDevicesPerUser = n
+        }
+        if let (value, source) = arguments.value("max-activities-per-device") {
+            guard let n = ValueParsing.positiveInt(value, max: 1_000) else {
+                throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 1000")
+            }
+            maxActivitiesPerDevice = n
         }
         if let (value, source) = arguments.value("log-level") {
             guard let level = Logger.Level(name: value) else {

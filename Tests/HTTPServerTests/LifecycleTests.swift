@@ -55,7 +55,7 @@ extension LiveServer {
                 return (try idle.value.readResponse(), idle.value.isClosedByPeer(withinSeconds: 3))
             }
             #expect(late.status == 503)
-            #expect(late.header("Retry-After") == "1")
+            #expect(late.header("Retry-After") == HTTPResponse.retryAfterSeconds)
             #expect(late.text.contains("\"unavailable\""))
             #expect(closed)
             #expect(try await inFlight.status == 200)
@@ -90,7 +90,7 @@ extension LiveServer {
             #expect(ContinuousClock.now - started < .seconds(2))
             let response = try await inFlight
             #expect(response.status == 503)
-            #expect(response.header("Retry-After") == "1")
+            #expect(response.header("Retry-After") == HTTPResponse.retryAfterSeconds)
         }
 
         @Test func handlerFinishingAfterClientLeftIsHarmless() async throws {

@@ -19,7 +19,7 @@ import FoundationNetworking
         return "registryd"
     }()
 
-    private func makeDirectory() throws -> String {
+    func makeDirectory() throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("registryd-exe-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
@@ -28,7 +28,7 @@ import FoundationNetworking
     /// Runs `registryd` to completion (killed after 20 s, so a command that
     /// wrongly starts serving fails the test instead of hanging it);
     /// returns status, stdout, stderr.
-    private func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
+    func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
@@ -48,7 +48,7 @@ import FoundationNetworking
     }
 
     /// A running server and the port it bound.
-    private final class Server {
+    final class Server {
         let process = Process()
         let stderr = Pipe()
         var port = 0
@@ -80,7 +80,7 @@ import FoundationNetworking
         }
     }
 
-    private func request(_ method: String, _ port: Int, _ path: String, bearer: String? = nil,
+    func request(_ method: String, _ port: Int, _ path: String, bearer: String? = nil,
                          body: String? = nil) async throws -> (Int, String) {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = method

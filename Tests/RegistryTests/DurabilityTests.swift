@@ -59,6 +59,32 @@ struct DurabilityTests {
         #expect(try store.stats().devices == 300)
     }
 
+    /// A map that cannot grow (mmap ENOMEM under RLIMIT_AS) leaves LMDB's
+    /// meta pointers dangling: the process must refuse the write and every
+    /// later read, not crash on them, and the data directory stays sound.
+    @Test func aMapThatCannotGrowMakesTheStoreUnusableWithoutACrash() async throws {
+        let directory = NSTemporaryDirectory() + "registry-grow-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(Self.benchBinary, "registry-bench is built next to the tests"))
+        process.arguments = ["grow-under-limit", directory, "12"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit, "died by signal \(process.terminationStatus); printed: \(printed)")
+        #expect(process.terminationStatus == 3, "\(printed)")
+        #expect(printed.contains("write refused: unavailable"))
+        #expect(printed.contains("read refused: unavailable"))
+        #expect(printed.contains("healthy: false"))
+
+        let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: directory))
+        defer { store.shutdown() }
+        #expect(try store.check().isEmpty)
+        #expect(try store.stats().devices > 64)
+    }
+
     /// `registry-bench` sits next to the test bundle in the build directory.
     static let benchBinary: String? = {
         var url = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

@@ -51,7 +51,7 @@ struct ReviewFindingsTests {
                 throw LMDBError.panic
             }
         }
-        entered.wait()
+        await offThePool { entered.wait() }
         let store = f.store
         let queued = Task { try await store.register("alice", "queued", token: 1) }
         while writer.queuedCommands == 0 { try await Task.sleep(for: .milliseconds(1)) }
@@ -90,9 +90,11 @@ struct ReviewFindingsTests {
         let sweeper = Sweeper(store: f.store, intervalSeconds: 0.001) { result, _ in sweeps.record(result) }
         sweeper.start()
         while try f.store.stats().devices == 3_000 { try await Task.sleep(for: .milliseconds(1)) }
-        let stopping = ContinuousClock.now
-        sweeper.stop()
-        let waited = ContinuousClock.now - stopping
+        let waited = await offThePool {
+            let stopping = ContinuousClock.now
+            sweeper.stop()
+            return ContinuousClock.now - stopping
+        }
         #expect(waited < .seconds(1))
         #expect(try f.store.stats().devices > 0, "the sweep ran to the end instead of stopping")
         #expect(sweeps.all.count == 1)
@@ -119,5 +121,19 @@ struct ReviewFindingsTests {
         #expect(batches.all.filter(\.dryRun).count > 3, "a dry run reads in bounded transactions")
         #expect(try await f.store.sweep(dryRun: false) == dry)
         #expect(dry == SweepCounts(devices: 7, pushToStartTokens: 0, activityTokens: 7, tombstones: 7))
+    }
+
+    /// A backup holds every token: owner-only, whatever the umask.
+    @Test func aBackupIsOwnerOnlyWhateverTheUmask() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        let target = f.directory + "/backup"
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        try f.lmdb.backup(toDirectory: target)
+        let folder = try FileManager.default.attributesOfItem(atPath: target)
+        let file = try FileManager.default.attributesOfItem(atPath: target + "/data.mdb")
+        #expect((folder[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+        #expect((file[.posixPermissions] as? NSNumber)?.intValue == 0o600)
     }
 }

@@ -112,3 +112,12 @@ final class Recorder<Value: Sendable>: Sendable {
 
     var all: [Value] { values.withLock { $0 } }
 }
+
+/// Runs blocking work (a semaphore wait, `Sweeper.stop`) on a thread of its
+/// own: blocking a cooperative-pool thread can starve the very task it waits
+/// for when the pool has as few threads as this machine has cores.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}

@@ -129,7 +129,7 @@ struct SweepTests {
         sweeper.start()
         let deadline = ContinuousClock.now + .seconds(10)
         while reports.all.count < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        sweeper.stop()
+        await offThePool { sweeper.stop() }
         let seen = reports.all
         #expect(seen.count >= 2)
         #expect(seen.first == SweepCounts(devices: 1))
@@ -138,7 +138,7 @@ struct SweepTests {
         let idle = Sweeper(store: f.store, intervalSeconds: 3_600) { _, _ in }
         idle.start()
         let stopStarted = ContinuousClock.now
-        idle.stop()
+        await offThePool { idle.stop() }
         #expect(ContinuousClock.now - stopStarted < .seconds(1))
     }
 }

@@ -16,6 +16,10 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     public var description: String { "\(milliseconds)ms" }
+
+    /// What a stored or imported time may be: from the epoch to the last
+    /// millisecond of year 9999, the range RFC 3339 output can spell.
+    public static let plausibleRange = Timestamp(milliseconds: 0)...Timestamp(milliseconds: 253_402_300_799_999)
 }
 
 /// The store's source of "now", injectable so tests control expiry without sleeping.

@@ -92,12 +92,19 @@ public final class LMDBRegistryStore: RegistryStore {
         guard chmod(file, 0o600) == 0 else { throw BackupError.permissions(path: file, errno: errno) }
     }
 
-    public var isHealthy: Bool { writer.isHealthy }
+    /// `false` once a commit failed or the map could not grow.
+    public var isHealthy: Bool { writer.isHealthy && environment.isUsable }
 
     var now: Timestamp { configuration.clock.now() }
 
+    /// A read on the caller's thread. Once the environment is unusable (a
+    /// failed map resize) it throws `.unavailable`, which answers 503.
     func reading<T>(_ body: (RecordReader) throws -> T) throws -> T {
-        try environment.read { txn in try body(RecordReader(txn: txn, schema: schema)) }
+        do {
+            return try environment.read { txn in try body(RecordReader(txn: txn, schema: schema)) }
+        } catch let error as LMDBError where !environment.isUsable {
+            throw RegistryError.unavailable(reason: "the storage map could not grow: \(error)")
+        }
     }
 
     /// Runs `body` as one command of the next group commit.

@@ -39,8 +39,9 @@ extension RegistryApplication {
             try await store.removePushToStartToken(userId: userId, deviceId: deviceId)
             return Self.noContent
         case .registerActivityToken(let raw):
-            let activityId = try FieldCheck.pathSegment(raw, field: "activityId", check: FieldCheck.activityId)
+            // API.md's order: the body must be JSON before fields and parameters are judged.
             let fields = try BodyFields(body: request.body)
+            let activityId = try FieldCheck.pathSegment(raw, field: "activityId", check: FieldCheck.activityId)
             let registration = ActivityTokenRegistration(
                 activityId: activityId, userId: userId,
                 deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),

@@ -35,71 +35,136 @@ public enum ExportFormat {
         }
     }
 
+    /// A line that import refuses: its number, the field, and why.
     public struct LineError: Error, CustomStringConvertible {
         public var line: Int
         public var field: String
-        public var description: String { "line \(line): \(field) is missing or invalid" }
+        public var problem: String = "is missing or invalid"
+        public var description: String { "line \(line): \(field) \(problem)" }
     }
 
+    /// Parses one line and checks every field with the API's rules (ids,
+    /// tokens for their platform, versions, times a response can spell), so
+    /// an imported record is one the API itself could have written.
     public static func decode(_ bytes: [UInt8], line: Int) throws -> ExportedRecord {
-        let value = try JSONParser.parse(bytes)
-        guard case .object(let top) = value else { throw LineError(line: line, field: "record") }
-        func object(_ v: JSONValue?, _ name: String) throws -> JSONObject {
-            guard case .object(let o)? = v else { throw LineError(line: line, field: name) }
-            return o
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            throw LineError(line: line, field: "record", problem: "is not JSON: \(error.message)")
         }
-        func string(_ o: JSONObject, _ name: String) throws -> String {
-            guard case .string(let s)? = o[name] else { throw LineError(line: line, field: name) }
-            return s
-        }
-        func optionalString(_ o: JSONObject, _ name: String) throws -> String? {
-            if o[name] == nil || o[name] == .null { return nil }
-            return try string(o, name)
-        }
-        func time(_ o: JSONObject, _ name: String) throws -> Timestamp {
-            guard let ms = o[name]?.exactInt64 else { throw LineError(line: line, field: name) }
-            return Timestamp(milliseconds: ms)
-        }
-        func environment(_ o: JSONObject) throws -> APNsEnvironment {
-            guard let e = APNsEnvironment(rawValue: try string(o, "environment")) else { throw LineError(line: line, field: "environment") }
-            return e
-        }
-        func token(_ o: JSONObject, _ name: String) throws -> StoredToken? {
-            if o[name] == nil || o[name] == .null { return nil }
-            let t = try object(o[name], name)
-            return StoredToken(token: try string(t, "token"), environment: try environment(t), updatedAt: try time(t, "updatedAt"))
-        }
+        guard case .object(let top) = value else { throw LineError(line: line, field: "record", problem: "is not a JSON object") }
+        let fields = LineFields(line: line)
         if top["tombstone"] != nil {
-            let t = try object(top["tombstone"], "tombstone")
+            let t = try fields.object(top["tombstone"], "tombstone")
             guard let sequence = t["sequence"]?.exactUInt64 else { throw LineError(line: line, field: "sequence") }
-            return .tombstone(userId: try string(t, "userId"), deviceId: try string(t, "deviceId"),
-                              sequence: sequence, deletedAt: try time(t, "deletedAt"))
+            return .tombstone(userId: try fields.userId(t), deviceId: try fields.deviceId(t, "deviceId"),
+                              sequence: sequence, deletedAt: try fields.time(t, "deletedAt"))
         }
-        let d = try object(top["device"], "device")
-        guard let platform = Platform(rawValue: try string(d, "platform")) else { throw LineError(line: line, field: "platform") }
+        let d = try fields.object(top["device"], "device")
+        guard let platform = Platform(rawValue: try fields.string(d, "platform")) else {
+            throw LineError(line: line, field: "platform", problem: "must be 'apns' or 'fcm'")
+        }
         var sequence: UInt64?
         if let s = d["sequence"], s != .null {
             guard let exact = s.exactUInt64 else { throw LineError(line: line, field: "sequence") }
             sequence = exact
         }
-        let userId = try string(d, "userId"), deviceId = try string(d, "deviceId")
-        guard Identifier.checkUserId(userId) == nil else { throw LineError(line: line, field: "userId") }
-        guard Identifier.checkDeviceId(deviceId) == nil else { throw LineError(line: line, field: "deviceId") }
+        let userId = try fields.userId(d), deviceId = try fields.deviceId(d, "deviceId")
         var activityTokens: [ActivityToken] = []
-        if case .array(let items)? = d["activityTokens"] {
-            for item in items {
-                let t = try object(item, "activityTokens")
-                activityTokens.append(ActivityToken(activityId: try string(t, "activityId"), userId: userId, deviceId: deviceId,
-                                                    token: try string(t, "token"), environment: try environment(t),
-                                                    lastSeenAt: try time(t, "updatedAt")))
+        var activities = Set<[UInt8]>()
+        if let items = d["activityTokens"], items != .null {
+            guard case .array(let list) = items else { throw LineError(line: line, field: "activityTokens", problem: "must be an array") }
+            for item in list {
+                let t = try fields.object(item, "activityTokens")
+                let activityId = try fields.deviceId(t, "activityId")
+                guard activities.insert(Array(activityId.utf8)).inserted else {
+                    throw LineError(line: line, field: "activityId", problem: "appears twice")
+                }
+                activityTokens.append(ActivityToken(activityId: activityId, userId: userId, deviceId: deviceId,
+                                                    token: try fields.apnsToken(t, "token"),
+                                                    environment: try fields.environment(t),
+                                                    lastSeenAt: try fields.time(t, "updatedAt")))
             }
         }
         let record = DeviceRecord(
-            userId: userId, deviceId: deviceId, platform: platform, environment: try environment(d),
-            osVersion: try optionalString(d, "osVersion"), appVersion: try optionalString(d, "appVersion"),
-            pushToken: try token(d, "pushToken"), pushToStartToken: try token(d, "pushToStartToken"),
-            activityCount: activityTokens.count, createdAt: try time(d, "createdAt"), lastSeenAt: try time(d, "lastSeenAt"),
-            sequence: sequence)
+            userId: userId, deviceId: deviceId, platform: platform, environment: try fields.environment(d),
+            osVersion: try fields.version(d, "osVersion"), appVersion: try fields.version(d, "appVersion"),
+            pushToken: try fields.storedToken(d, "pushToken", platform: platform),
+            pushToStartToken: try fields.storedToken(d, "pushToStartToken", platform: .apns),
+            activityCount: activityTokens.count, createdAt: try fields.time(d, "createdAt"),
+            lastSeenAt: try fields.time(d, "lastSeenAt"), sequence: sequence)
         return .device(record, activityTokens: activityTokens)
+    }
+}
+
+/// Field readers for one export line; each failure is a `LineError` naming the field.
+private struct LineFields {
+    let line: Int
+
+    func fail(_ field: String, _ problem: String = "is missing or invalid") -> ExportFormat.LineError {
+        ExportFormat.LineError(line: line, field: field, problem: problem)
+    }
+
+    func object(_ v: JSONValue?, _ name: String) throws -> JSONObject {
+        guard case .object(let o)? = v else { throw fail(name, "must be an object") }
+        return o
+    }
+
+    func string(_ o: JSONObject, _ name: String) throws -> String {
+        guard case .string(let s)? = o[name] else { throw fail(name, "must be a string") }
+        return s
+    }
+
+    func userId(_ o: JSONObject) throws -> String {
+        let id = try string(o, "userId")
+        if let problem = Identifier.checkUserId(id) { throw fail("userId", problem.message) }
+        return id
+    }
+
+    /// A `deviceId` or `activityId` (the same rule).
+    func deviceId(_ o: JSONObject, _ name: String) throws -> String {
+        let id = try string(o, name)
+        if let problem = Identifier.checkDeviceId(id) { throw fail(name, problem.message) }
+        return id
+    }
+
+    func version(_ o: JSONObject, _ name: String) throws -> String? {
+        if o[name] == nil || o[name] == .null { return nil }
+        let text = try string(o, name)
+        if let problem = Identifier.checkVersion(text) { throw fail(name, problem.message) }
+        return text
+    }
+
+    func time(_ o: JSONObject, _ name: String) throws -> Timestamp {
+        guard let ms = o[name]?.exactInt64 else { throw fail(name, "must be integer epoch milliseconds") }
+        let time = Timestamp(milliseconds: ms)
+        guard Timestamp.plausibleRange.contains(time) else { throw fail(name, "must be between 1970 and 9999") }
+        return time
+    }
+
+    func environment(_ o: JSONObject) throws -> APNsEnvironment {
+        guard let e = APNsEnvironment(rawValue: try string(o, "environment")) else {
+            throw fail("environment", "must be 'production' or 'sandbox'")
+        }
+        return e
+    }
+
+    func apnsToken(_ o: JSONObject, _ name: String) throws -> String {
+        switch Identifier.normalizeAPNsToken(try string(o, name)) {
+        case .success(let token): return token
+        case .failure(let problem): throw fail(name, problem.message)
+        }
+    }
+
+    func storedToken(_ o: JSONObject, _ name: String, platform: Platform) throws -> StoredToken? {
+        if o[name] == nil || o[name] == .null { return nil }
+        let t = try object(o[name], name)
+        let token: String
+        switch Identifier.normalizePushToken(try string(t, "token"), platform: platform) {
+        case .success(let normalized): token = normalized
+        case .failure(let problem): throw fail("\(name).token", problem.message)
+        }
+        return StoredToken(token: token, environment: try environment(t), updatedAt: try time(t, "updatedAt"))
     }
 }

@@ -17,9 +17,6 @@ public struct APIError: Error, Hashable, Sendable {
         self.headers = headers
     }
 
-    /// Seconds a client should wait after a 503.
-    static let retryAfterSeconds = "5"
-
     public static func invalidField(_ field: String, _ problem: String) -> APIError {
         APIError(status: 400, code: "invalid_field", message: "\(field) \(problem)")
     }
@@ -55,7 +52,7 @@ public struct APIError: Error, Hashable, Sendable {
         status: 415, code: "unsupported_media_type", message: "Content-Type must be application/json")
 
     public static func unavailable(_ message: String) -> APIError {
-        APIError(status: 503, code: "unavailable", message: message, headers: ["Retry-After": retryAfterSeconds])
+        APIError(status: 503, code: "unavailable", message: message, headers: ["Retry-After": HTTPResponse.retryAfterSeconds])
     }
 
     /// A bug: the message carries no internals (they go to the log).
@@ -70,8 +67,10 @@ public struct APIError: Error, Hashable, Sendable {
                             message: "sequence is older than the stored one, or not newer than a sign-out's")
         case .storageFull:
             self = .unavailable("storage is full")
-        case .unavailable(let reason):
-            self = .unavailable("storage unavailable: \(reason)")
+        case .unavailable:
+            // The reason (an errno text, "shutting down") is logged by the
+            // caller; an answer carries no internals.
+            self = .unavailable("storage is unavailable")
         }
     }
 
