@@ -32,7 +32,7 @@ final class ConnectionReaper: Sendable {
     }
 
     /// Connections cut at a deadline since start.
-    var cutCount: Int { cut.load(ordering: .relaxed) }
+    var cutCount: Int { cut.load(ordering: .sequentiallyConsistent) }
 
     /// Connections in the table (open, from STARTED to CLOSED).
     var trackedCount: Int { table.withLock { $0.count } }
@@ -58,21 +58,18 @@ final class ConnectionReaper: Sendable {
         }
     }
 
-    /// Shuts down every connection whose deadline has passed; returns how many.
-    @discardableResult
-    func cutOverdue(now: Int64 = ConnectionDeadlines.now()) -> Int {
-        let count = table.withLock { table -> Int in
-            var count = 0
+    /// Shuts down every connection whose deadline has passed. Each is
+    /// counted before its shutdown, so the count already includes a cut
+    /// its client has seen.
+    func cutOverdue(now: Int64 = ConnectionDeadlines.now()) {
+        table.withLock { table in
             for connection in table {
                 let deadline = connection.currentDeadline
                 guard deadline != 0, deadline <= now, connection.claimOverdue(deadline) else { continue }
+                cut.add(1, ordering: .sequentiallyConsistent)
                 shutdown(connection.fd, Int32(SHUT_RDWR))
-                count += 1
             }
-            return count
         }
-        if count > 0 { cut.add(count, ordering: .relaxed) }
-        return count
     }
 
     func start() {
