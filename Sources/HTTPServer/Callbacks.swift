@@ -16,7 +16,10 @@ func requestStarted(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>
                     _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
     guard let core = core(cls) else { return nil }
     core.liveRequests.add(1, ordering: .relaxed)
-    let state = RequestState(target: uri.map { String(cString: $0) } ?? "/")
+    let tracked = connection.flatMap { registryd_mhd_socket_context($0) }
+        .map { Unmanaged<TrackedConnection>.fromOpaque($0).takeUnretainedValue() }
+    if let tracked { core.deadlines.requestLineArrived(tracked) }
+    let state = RequestState(target: uri.map { String(cString: $0) } ?? "/", connection: tracked)
     return Unmanaged.passRetained(state).toOpaque()
 }
 
@@ -41,18 +44,33 @@ func requestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
                       _ reason: MHD_RequestTerminationCode) {
     guard let core = core(cls), let reqCls, let raw = reqCls.pointee else { return }
     reqCls.pointee = nil
-    Unmanaged<RequestState>.fromOpaque(raw).release()
+    let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
+    if let tracked = state.connection { core.deadlines.requestFinished(tracked) }
     core.liveRequests.subtract(1, ordering: .relaxed)
 }
 
-/// MHD_OPTION_NOTIFY_CONNECTION: counts open connections.
+/// MHD_OPTION_NOTIFY_CONNECTION: counts open connections and hands each to
+/// the reaper, its `TrackedConnection` retained in the socket context from
+/// STARTED until CLOSED. libmicrohttpd closes the socket only after CLOSED
+/// returns, which is what makes the reaper's `shutdown` safe.
 func connectionChanged(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
                        _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
                        _ change: MHD_ConnectionNotificationCode) {
     guard let core = core(cls) else { return }
     if change == .CONNECTION_NOTIFY_STARTED {
         core.connections.add(1, ordering: .relaxed)
+        guard let connection, let socketContext else { return }
+        let fd = registryd_mhd_connection_fd(connection)
+        guard fd >= 0 else { return }
+        let tracked = TrackedConnection(fd: fd)
+        core.deadlines.accepted(tracked)
+        socketContext.pointee = Unmanaged.passRetained(tracked).toOpaque()
+        core.reaper.track(tracked)
     } else if change == .CONNECTION_NOTIFY_CLOSED {
         core.connections.subtract(1, ordering: .relaxed)
+        guard let socketContext, let raw = socketContext.pointee else { return }
+        socketContext.pointee = nil
+        let tracked = Unmanaged<TrackedConnection>.fromOpaque(raw).takeRetainedValue()
+        core.reaper.untrack(tracked)
     }
 }

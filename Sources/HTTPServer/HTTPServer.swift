@@ -21,6 +21,9 @@ import Synchronization
 /// - at `connectionLimit` it stops accepting (extra clients wait in the
 ///   kernel backlog until a slot frees); over `perIPConnectionLimit` it
 ///   accepts and closes at once;
+/// - its connection timeout is idle-based; the absolute head and body
+///   deadlines (`headerTimeout`, `bodyTimeout`) are the server's own
+///   (`ConnectionDeadlines`, enforced by a `ConnectionReaper` thread);
 /// - `Content-Length` on every response, no body for HEAD.
 /// The server's own framing errors (`RequestFraming`) and every other
 /// answer it makes are JSON `HTTPResponse.error` bodies.
@@ -41,6 +44,7 @@ public final class HTTPServer: Sendable {
     private let core: ServerCore
     private let lifecycle = Mutex<Lifecycle>(.idle)
     private let port = Atomic<UInt16>(0)
+    private let limit = Atomic<Int>(0)
 
     public init(configuration: HTTPServerConfiguration, application: any HTTPApplication) {
         core = ServerCore(application: application, configuration: configuration)
@@ -62,12 +66,13 @@ public final class HTTPServer: Sendable {
             var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
             if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
             let cls = Unmanaged.passUnretained(core).toOpaque()
+            let connectionLimit = FileDescriptorBudget.fit(configuration.connectionLimit)
             errno = 0
             let started = address.withSockaddr { sockaddr in
                 registryd_mhd_start(UInt32(flags), configuration.port, sockaddr,
                                     accessRequest, requestCompleted, connectionChanged, requestStarted, cls,
                                     UInt32(clamping: configuration.threads),
-                                    UInt32(clamping: configuration.connectionLimit),
+                                    UInt32(clamping: connectionLimit),
                                     UInt32(clamping: configuration.perIPConnectionLimit),
                                     UInt32(clamping: configuration.idleTimeoutSeconds),
                                     configuration.connectionMemoryLimit)
@@ -78,6 +83,8 @@ public final class HTTPServer: Sendable {
                     address: SocketAddress.display(host: configuration.host, port: configuration.port), reason: reason)
             }
             port.store(registryd_mhd_bound_port(started), ordering: .releasing)
+            limit.store(connectionLimit, ordering: .releasing)
+            core.reaper.start()
             phase = .running(Daemon(raw: started))
         }
     }
@@ -87,6 +94,17 @@ public final class HTTPServer: Sendable {
 
     /// Open client connections, idle keep-alive ones included.
     public var activeConnections: Int { core.connections.load(ordering: .relaxed) }
+
+    /// The connection limit in force: `configuration.connectionLimit`, or
+    /// less when the file descriptor limit (RLIMIT_NOFILE, after raising the
+    /// soft limit toward the hard one) holds fewer; 0 before `start`.
+    public var connectionLimit: Int { limit.load(ordering: .acquiring) }
+
+    /// Connections closed because they missed their head or body deadline.
+    public var connectionsCutAtDeadline: Int { core.reaper.cutCount }
+
+    /// Connections in the reaper's table (STARTED and not yet CLOSED).
+    var trackedConnections: Int { core.reaper.trackedCount }
 
     /// Requests begun and not yet reported complete; `stop` drains this to zero.
     var liveRequests: Int { core.liveRequests.load(ordering: .relaxed) }
@@ -116,6 +134,7 @@ public final class HTTPServer: Sendable {
         core.abandonRunningHandlers()
         waitForLiveRequests(until: .now + .seconds(1))
         MHD_stop_daemon(daemon.raw)
+        core.reaper.stop()
         if listener >= 0 { close(listener) }
     }
 

@@ -9,15 +9,35 @@ public struct HTTPServerConfiguration: Sendable {
     /// Polling threads (libmicrohttpd's epoll worker pool). Handlers run as
     /// Swift tasks, so this need not grow with the number of slow requests.
     public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
-    /// Open connections across all threads. libmicrohttpd splits it evenly
-    /// over the worker pool, so with several threads one thread may refuse
-    /// while another still has room.
-    public var connectionLimit: Int = 1024
-    /// Open connections per client address; 0 = none.
+    /// Open connections across all threads (default 10,000; epoll makes a
+    /// large number cheap). At `start` the process's soft RLIMIT_NOFILE is
+    /// raised toward its hard limit if needed, and the limit is lowered to
+    /// what the descriptor limit allows (`HTTPServer.connectionLimit` says
+    /// what is in force). libmicrohttpd splits it evenly over the worker
+    /// threads, so with several threads one may refuse while another still
+    /// has room; at its share a thread stops accepting and new clients wait in
+    /// the kernel's listen backlog.
+    public var connectionLimit: Int = 10_000
+    /// Open connections per client address; 0 = none (the default: behind a
+    /// load balancer or NAT every client has the same address). Counted over
+    /// all threads; a connection over it is accepted and closed at once.
     public var perIPConnectionLimit: Int = 0
-    /// Slow or idle clients are cut off after this many seconds without
-    /// traffic. A connection whose request is being handled is exempt.
+    /// An idle connection (a keep-alive one between requests, or a client
+    /// that stops reading its response) is closed after this many seconds
+    /// without traffic. Traffic resets it, so it does not stop a client
+    /// that trickles: `headerTimeout` and `bodyTimeout` do. A connection
+    /// whose request is being handled is exempt; 0 = no idle timeout.
     public var idleTimeoutSeconds: Int = 30
+    /// The request line and headers must be complete within this of the
+    /// connection's accept, however steadily the bytes come (like nginx's
+    /// `client_header_timeout`); a connection that misses it is closed
+    /// without an answer. On a keep-alive connection the next head is due
+    /// `idleTimeoutSeconds + headerTimeout` after the previous request ended,
+    /// and within `headerTimeout` of its request line. Zero turns it off.
+    public var headerTimeout: Duration = .seconds(10)
+    /// A request body must be complete within this of the end of its head;
+    /// a connection that misses it is closed without an answer. Zero turns it off.
+    public var bodyTimeout: Duration = .seconds(30)
     /// Request line + headers over this → 431. libmicrohttpd's per-connection
     /// memory is sized at four times this (at least 64 KiB) so that the server,
     /// not libmicrohttpd, answers in the contract's JSON shape; a header block

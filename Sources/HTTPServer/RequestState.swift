@@ -50,13 +50,16 @@ final class RequestState: @unchecked Sendable {
 
     /// The raw request target from the request line (path and query, undecoded).
     let target: String
+    /// The connection's deadline record; nil only if libmicrohttpd gave no socket.
+    let connection: TrackedConnection?
     var phase: Phase = .awaitingHeaders
     var request = HTTPRequest(method: "", path: "")
     var body: [UInt8] = []
     private let completion = Mutex<Completion>(.pending)
 
-    init(target: String) {
+    init(target: String, connection: TrackedConnection?) {
         self.target = target
+        self.connection = connection
     }
 
     /// Suspends the connection while the handler runs, unless `stop` already

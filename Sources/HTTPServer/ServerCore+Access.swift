@@ -52,6 +52,7 @@ extension ServerCore {
         case .reject(let response):
             return answer(state, connection: connection, response)
         case .accept(let body):
+            if let tracked = state.connection { deadlines.headComplete(tracked, bodyExpected: body.expected) }
             switch application.head(state.request) {
             case .readBody(let maxBytes):
                 if case .length(let declared) = body, declared > maxBytes {
@@ -79,6 +80,7 @@ extension ServerCore {
             return answer(state, connection: connection, Self.unavailable)
         }
         state.phase = .handling
+        if let tracked = state.connection { deadlines.bodyComplete(tracked) }
         if let forced = state.suspend(connection) {
             handlingFinished(state)
             return answer(state, connection: connection, forced)
@@ -103,6 +105,7 @@ extension ServerCore {
 
     private func answer(_ state: RequestState, connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {
         state.phase = .answered
+        if let tracked = state.connection { deadlines.bodyComplete(tracked) }
         return ResponseWriter.queue(response, on: connection)
     }
 }

@@ -1,13 +1,16 @@
 import Synchronization
 
 /// The state libmicrohttpd's callbacks share: the application, the limits,
-/// and the bookkeeping `HTTPServer.stop` drains by.
+/// the connection deadlines and their reaper, and the bookkeeping
+/// `HTTPServer.stop` drains by.
 ///
 /// Its address is the `cls` of every callback; `HTTPServer` keeps it alive
 /// until the daemon has stopped, and handler tasks hold their own reference.
 final class ServerCore: Sendable {
     let application: any HTTPApplication
     let configuration: HTTPServerConfiguration
+    let deadlines: ConnectionDeadlines
+    let reaper: ConnectionReaper
     /// Open TCP connections (MHD_OPTION_NOTIFY_CONNECTION).
     let connections = Atomic<Int>(0)
     /// Requests between their request line and their completion notice,
@@ -22,6 +25,8 @@ final class ServerCore: Sendable {
     init(application: any HTTPApplication, configuration: HTTPServerConfiguration) {
         self.application = application
         self.configuration = configuration
+        deadlines = ConnectionDeadlines(configuration: configuration)
+        reaper = ConnectionReaper(scanIntervalMilliseconds: deadlines.scanInterval)
     }
 
     /// The answer to a request that arrives while the server is stopping.

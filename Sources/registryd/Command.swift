@@ -34,6 +34,7 @@ enum Command {
                          [--jwt-jwks-file F] [--jwt-issuer S] [--jwt-audience S] [--internal-api-key-file F]
                          [--device-ttl D] [--activity-ttl D] [--sweep-interval D] [--max-devices-per-user N]
                          [--max-activities-per-device N] [--log-level debug|info|warning|error]
+                         [--max-connections N] [--max-connections-per-address N] [--header-timeout D] [--body-timeout D]
                registryd mint-token --user U [--ttl D] [--data-dir DIR] [--jwt-hs256-secret-file F]
                registryd stats --json [--data-dir DIR]
                registryd sweep [--dry-run] [--data-dir DIR] [--device-ttl D] [--activity-ttl D]

@@ -69,6 +69,10 @@ enum ServeCommand {
         var serverConfiguration = HTTPServerConfiguration()
         serverConfiguration.host = settings.host
         serverConfiguration.port = settings.port
+        serverConfiguration.connectionLimit = settings.maxConnections
+        serverConfiguration.perIPConnectionLimit = settings.maxConnectionsPerAddress
+        serverConfiguration.headerTimeout = .seconds(settings.headerTimeoutSeconds)
+        serverConfiguration.bodyTimeout = .seconds(settings.bodyTimeoutSeconds)
         let server = HTTPServer(configuration: serverConfiguration, application: application)
         do {
             try server.start()
@@ -77,9 +81,15 @@ enum ServeCommand {
             throw Arguments.Failure(description: "--listen: \(error)")
         }
         sweeper.start()
+        if server.connectionLimit < settings.maxConnections {
+            logger.warning("connection_limit_lowered", [("configured", .int(Int64(settings.maxConnections))),
+                                                        ("inForce", .int(Int64(server.connectionLimit))),
+                                                        ("reason", .string("file descriptor limit (ulimit -n -H)"))])
+        }
         let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
         logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)")),
-                                  ("dataDir", .string(settings.dataDirectory))])
+                                  ("dataDir", .string(settings.dataDirectory)),
+                                  ("maxConnections", .int(Int64(server.connectionLimit)))])
 
         let status = waitForStop(signals, store: store, logger: logger)
         server.stop()

@@ -20,13 +20,21 @@ struct Settings {
     var maxDevicesPerUser = 20
     var maxActivitiesPerDevice = 32
     var logLevel = Logger.Level.info
+    /// Connection limits and deadlines (`serve` only); see `HTTPServerConfiguration`.
+    var maxConnections = 10_000
+    var maxConnectionsPerAddress = 0
+    var headerTimeoutSeconds: Int64 = 10
+    var bodyTimeoutSeconds: Int64 = 30
 
     /// The flags every data-directory command shares, and those only `serve` reads.
     static let storeFlags: Set<String> = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user",
                                           "max-activities-per-device", "log-level"]
     static let authFlags: Set<String> = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience",
                                          "internal-api-key-file"]
-    static let serveFlags: Set<String> = storeFlags.union(authFlags).union(["listen", "sweep-interval"])
+    static let connectionFlags: Set<String> = ["max-connections", "max-connections-per-address",
+                                               "header-timeout", "body-timeout"]
+    static let serveFlags: Set<String> = storeFlags.union(authFlags).union(connectionFlags)
+        .union(["listen", "sweep-interval"])
 
     init(_ arguments: Arguments) throws(Arguments.Failure) {
         if let (value, source) = arguments.value("data-dir") {
@@ -59,12 +67,32 @@ struct Settings {
             }
             maxActivitiesPerDevice = n
         }
+        try readConnectionLimits(arguments)
         if let (value, source) = arguments.value("log-level") {
             guard let level = Logger.Level(name: value) else {
                 throw Arguments.Failure(description: "\(source) must be one of debug, info, warning, error")
             }
             logLevel = level
         }
+    }
+
+    /// `--max-connections` (1–1,000,000), `--max-connections-per-address`
+    /// (0 = off, up to 1,000,000), `--header-timeout`, `--body-timeout`.
+    private mutating func readConnectionLimits(_ arguments: Arguments) throws(Arguments.Failure) {
+        if let (value, source) = arguments.value("max-connections") {
+            guard let n = ValueParsing.positiveInt(value, max: 1_000_000) else {
+                throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 1000000")
+            }
+            maxConnections = n
+        }
+        if let (value, source) = arguments.value("max-connections-per-address") {
+            guard let n = value == "0" ? 0 : ValueParsing.positiveInt(value, max: 1_000_000) else {
+                throw Arguments.Failure(description: "\(source) must be a whole number from 0 (off) to 1000000")
+            }
+            maxConnectionsPerAddress = n
+        }
+        headerTimeoutSeconds = try Self.duration(arguments, "header-timeout") ?? headerTimeoutSeconds
+        bodyTimeoutSeconds = try Self.duration(arguments, "body-timeout") ?? bodyTimeoutSeconds
     }
 
     var storeDirectory: String { dataDirectory + "/lmdb" }

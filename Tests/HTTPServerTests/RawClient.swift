@@ -26,13 +26,22 @@ final class RawClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16, host: String = "127.0.0.1", timeoutSeconds: Int = 5) throws {
+    /// `source`: an IPv4 address to connect from (all of 127.0.0.0/8 is
+    /// loopback on Linux, so 127.0.0.2 and 127.0.0.3 are two clients).
+    init(port: UInt16, host: String = "127.0.0.1", source: String? = nil, timeoutSeconds: Int = 5) throws {
         let family = host.contains(":") ? AF_INET6 : AF_INET
         fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            guard Self.bind(fd, to: source) else {
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                throw Failure(description: "bind \(source): \(reason)")
+            }
+        }
         let connected: Int32
         if family == AF_INET6 {
             var address = sockaddr_in6()
@@ -64,6 +73,31 @@ final class RawClient {
 
     deinit {
         close(fd)
+    }
+
+    /// Binds `fd` to an IPv4 source address, any port.
+    static func bind(_ fd: Int32, to source: String) -> Bool {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        guard inet_pton(AF_INET, source, &address.sin_addr) == 1 else { return false }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    /// Sends `pieces` one every `interval` seconds (the first at once), and
+    /// returns how many seconds after the call the server closed the
+    /// connection, or nil if it was still open `interval` after the last piece.
+    func secondsUntilClosed(sending pieces: [String], every interval: Double) -> Double? {
+        let started = Date()
+        for piece in pieces {
+            if (try? send(piece)) == nil || isClosedByPeer(withinSeconds: interval) {
+                return Date().timeIntervalSince(started)
+            }
+        }
+        return nil
     }
 
     func send(_ text: String) throws {

@@ -1,0 +1,116 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The table of open connections and the thread that cuts those past their
+/// deadline (`ConnectionDeadlines`).
+///
+/// Cutting is `shutdown(fd, SHUT_RDWR)`: libmicrohttpd then sees end of
+/// stream on its next read, aborts the request and closes the connection
+/// through its ordinary path (completion notice, per-IP count, CLOSED
+/// notice), exactly as when a client hangs up; no answer is sent. The
+/// shutdown happens under the table's lock, and a connection leaves the table
+/// under that lock in its CLOSED notice, which libmicrohttpd 0.9.75 delivers
+/// before it closes the socket (`MHD_cleanup_connections`, and the failure
+/// path of `new_connection_process_`): so the descriptor shut down is always
+/// still this connection's.
+///
+/// The table is touched twice per connection (STARTED, CLOSED), never per
+/// request; a scan reads one atomic per connection, every `scanInterval`
+/// milliseconds.
+final class ConnectionReaper: Sendable {
+    private let table = Mutex<[TrackedConnection]>([])
+    private let interval: Int64
+    private let cut = Atomic<Int>(0)
+    private let stopping = Mutex(false)
+    private let wakeup = NSCondition()
+    private let finished = DispatchSemaphore(value: 0)
+    private let started = Mutex(false)
+
+    init(scanIntervalMilliseconds: Int64) {
+        interval = max(1, scanIntervalMilliseconds)
+    }
+
+    /// Connections cut at a deadline since start.
+    var cutCount: Int { cut.load(ordering: .sequentiallyConsistent) }
+
+    /// Connections in the table (open, from STARTED to CLOSED).
+    var trackedCount: Int { table.withLock { $0.count } }
+
+    func track(_ connection: TrackedConnection) {
+        table.withLock { table in
+            connection.slot.store(table.count, ordering: .relaxed)
+            table.append(connection)
+        }
+    }
+
+    /// Removes `connection`; after this returns the reaper never touches its socket.
+    func untrack(_ connection: TrackedConnection) {
+        table.withLock { table in
+            let index = connection.slot.load(ordering: .relaxed)
+            guard index >= 0, index < table.count, table[index] === connection else { return }
+            let last = table.removeLast()
+            if index < table.count {
+                table[index] = last
+                last.slot.store(index, ordering: .relaxed)
+            }
+            connection.slot.store(-1, ordering: .relaxed)
+        }
+    }
+
+    /// Shuts down every connection whose deadline has passed. Each is
+    /// counted before its shutdown, so the count already includes a cut
+    /// its client has seen.
+    func cutOverdue(now: Int64 = ConnectionDeadlines.now()) {
+        table.withLock { table in
+            for connection in table {
+                let deadline = connection.currentDeadline
+                guard deadline != 0, deadline <= now, connection.claimOverdue(deadline) else { continue }
+                cut.add(1, ordering: .sequentiallyConsistent)
+                shutdown(connection.fd, Int32(SHUT_RDWR))
+            }
+        }
+    }
+
+    func start() {
+        let first = started.withLock { started -> Bool in
+            defer { started = true }
+            return !started
+        }
+        guard first else { return }
+        let thread = Thread { [self] in run() }
+        thread.name = "http-reaper"
+        thread.start()
+    }
+
+    /// Wakes the thread and waits for it to end. Idempotent; safe before `start`.
+    func stop() {
+        let wasRunning = started.withLock { $0 }
+        let first = stopping.withLock { stopping -> Bool in
+            defer { stopping = true }
+            return !stopping
+        }
+        wakeup.lock()
+        wakeup.broadcast()
+        wakeup.unlock()
+        if wasRunning && first { finished.wait() }
+    }
+
+    private func run() {
+        while waitInterval() {
+            cutOverdue()
+        }
+        finished.signal()
+    }
+
+    /// Sleeps one interval; `false` when stopped meanwhile.
+    private func waitInterval() -> Bool {
+        let deadline = Date().addingTimeInterval(Double(interval) / 1000)
+        wakeup.lock()
+        defer { wakeup.unlock() }
+        while !stopping.withLock({ $0 }) {
+            if !wakeup.wait(until: deadline) { return !stopping.withLock { $0 } }
+        }
+        return false
+    }
+}
