@@ -65,6 +65,9 @@ def main():
             stop, threads = workload.start_writers(server.port, minter, label=cycle)
             delay = rng.uniform(args.min_delay, args.max_delay)
             time.sleep(delay)
+            if not server.alive():
+                violations.append(f"cycle {cycle}: the server ended by itself before the kill "
+                                  f"({harness.describe_status(server.wait(0))}; log: {server_log})")
             status = server.kill()
             writing_seconds += delay
             kill_statuses[status] = kill_statuses.get(status, 0) + 1

@@ -21,9 +21,10 @@ SCENARIOS = {
     "fdatasync-eio": ("sync", "EIO", True),
     "pwrite-eio": ("write", "EIO", True),
     "pwrite-enospc": ("write", "ENOSPC", False),
+    "fdatasync-enospc": ("sync", "ENOSPC", False),
     "meta-eio": ("meta", "EIO", True),
 }
-DEFAULT_SCENARIOS = ["fdatasync-eio", "pwrite-eio", "pwrite-enospc"]
+DEFAULT_SCENARIOS = ["fdatasync-eio", "pwrite-eio", "meta-eio", "pwrite-enospc", "fdatasync-enospc"]
 
 
 def build_shim(scratch_base):

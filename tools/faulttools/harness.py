@@ -484,6 +484,18 @@ class Workload:
                     cursor = page["nextCursor"]
                     if cursor is None:
                         break
+            # The per-user read the push sender uses must agree with the batch lookup.
+            for user in self.random.sample(users, min(3, len(users))):
+                status, _, payload = connection.request(
+                    "GET", f"/internal/v1/users/{urllib.parse.quote(user, safe='')}/devices", None, auth)
+                if status != 200:
+                    raise RuntimeError(f"users/{{u}}/devices answered {status}: {payload[:200]!r}")
+                single = {(user, v["deviceId"]): (v["pushToken"], v["pushToStartToken"], v["osVersion"], v["sequence"])
+                          for v in json.loads(payload)["devices"]}
+                batch = {k: (v["push"], v["pts"], v["os"], v["seq"]) for k, v in observed.items()
+                         if k[0] == user and v["present"]}
+                if single != batch:
+                    extra_fields.append(f"{user}: users/{{u}}/devices and users/lookup disagree")
         finally:
             connection.close()
         for key_, state in observed.items():
