@@ -52,6 +52,7 @@ def main():
     kill_statuses = {}
     cycles_done = 0
     writing_seconds = 0.0
+    restarts = []
     server = None
     check_line = "not run"
     try:
@@ -78,6 +79,7 @@ def main():
                 violations.append(f"cycle {cycle}: a writer thread did not finish within 30 s of the kill")
                 break
             server = harness.Server(binary, data_dir, server_log)
+            restarts.append(server.start_seconds)
             result = workload.verify(server.port, key)
             cycles_done += 1
             for k in totals:
@@ -124,6 +126,9 @@ def main():
     print(f"{TOOL}: refused, unexpected    {workload.count('refused')}, {len(workload.unexpected)}")
     print(f"{TOOL}: write rate             {acked / writing_seconds if writing_seconds else 0:.0f} acknowledged/s "
           f"over {writing_seconds:.1f} s of writing")
+    if restarts:
+        print(f"{TOOL}: restart to listening   mean {1000 * sum(restarts) / len(restarts):.0f} ms, "
+              f"max {1000 * max(restarts):.0f} ms")
     print(f"{TOOL}: registryd check        {check_line}")
     print(f"{TOOL}: elapsed                {elapsed:.1f} s (seed {seed}, {args.config} build)")
     if violations:

@@ -283,13 +283,13 @@ def main():
         shutil.rmtree(shim_dir, ignore_errors=True)
     elapsed = time.monotonic() - started
 
-    print(f"{TOOL}: {'scenario':<14} {'acked':>6} {'refused':>7} {'commits after':>13} {'2xx after':>9} "
+    print(f"{TOOL}: {'scenario':<16} {'acked':>6} {'refused':>7} {'commits after':>13} {'2xx after':>9} "
           f"{'lost':>5}  server after the fault; check")
     for f in results:
         commits, after = f.get("syncs_after", "-"), f.get("acked_after_commit_after_fault", "-")
         if f.get("policy") == "serve":
             commits, after = f"({commits})", f"({after})"
-        print(f"{TOOL}: {f['name']:<14} {f.get('acked', '-'):>6} {f.get('refused', '-'):>7} {commits:>13} "
+        print(f"{TOOL}: {f['name']:<16} {f.get('acked', '-'):>6} {f.get('refused', '-'):>7} {commits:>13} "
               f"{after:>9} {f['lost'] if f['lost'] is not None else '-':>5}  {f['exit']}; check {f['check']}")
     print(f"{TOOL}: commits after = transactions committed to data.mdb after the failed one; 2xx after = writes "
           f"answered 2xx after such a commit" + ("; (n): the server kept serving, so writing goes on by design"

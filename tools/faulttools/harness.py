@@ -87,7 +87,9 @@ class Server:
             stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=self.log_file, env=environment,
             cwd=REPO)
         Server.live.add(self)
+        started = time.monotonic()
         self._wait_listening(start_timeout)
+        self.start_seconds = time.monotonic() - started
 
     @property
     def pid(self):
@@ -417,7 +419,7 @@ class Workload:
                         device.pending.append(record["id"])
                     elif status == 503:
                         record["outcome"] = "refused"
-                        device.refused.append(record["id"])
+                        device.refused.append((record["id"], op["kind"]))
                         if "token" in op:
                             self.refused_tokens[op["token"]] = record["id"]
                         if "retry-after" not in response_headers:
@@ -530,9 +532,11 @@ class Workload:
                 lost_ids = set()
                 for field, want, got, write_id in mismatches:
                     refused_id = self.refused_tokens.get(got) if isinstance(got, str) else None
+                    if field == "present" and got is False:
+                        refused_id = next((w for w, kind in device.refused if kind == "signOut"), None)
                     if refused_id is not None:
                         result["refused_present"] += 1
-                        problems.append(f"{key_}: {field} shows the token of write #{refused_id}, "
+                        problems.append(f"{key_}: {field} shows the effect of write #{refused_id}, "
                                         f"which was answered 503")
                     else:
                         lost_ids.add(write_id)
