@@ -12,7 +12,8 @@ import PackageDescription
 /// OpenSSL) know nothing of the registry, so each is tested on its own.
 let package = Package(
     name: "registryd",
-    platforms: [.macOS(.v15)],
+    // iOS: only RegistryClient is meant for it (Duration and ContinuousClock need iOS 16).
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         .executable(name: "registryd", targets: ["registryd"]),
         .library(name: "RegistryClient", targets: ["RegistryClient"]),

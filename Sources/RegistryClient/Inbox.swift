@@ -1,4 +1,4 @@
-import Synchronization
+import Foundation
 
 /// The desired state as the app's facts leave it, behind a lock.
 ///
@@ -12,7 +12,10 @@ import Synchronization
 /// Sessions ended here are kept in `retired` until the queue takes them: a
 /// sign-out followed at once by a sign-in must still delete the first
 /// session's registration even if the queue never saw that session.
-final class Inbox: Sendable {
+///
+/// An `NSLock` rather than `Synchronization.Mutex`, which needs iOS 18; the
+/// lock guards every access to `contents`, hence `@unchecked Sendable`.
+final class Inbox: @unchecked Sendable {
     struct Contents: Sendable {
         var state: DesiredState
         var version: UInt64 = 0
@@ -20,17 +23,24 @@ final class Inbox: Sendable {
         var lastEpoch: UInt64 = 0
     }
 
-    private let contents: Mutex<Contents>
+    private let lock = NSLock()
+    private var contents: Contents
 
     init(_ state: DesiredState) {
-        contents = Mutex(Contents(state: state, lastEpoch: state.session?.epoch ?? 0))
+        contents = Contents(state: state, lastEpoch: state.session?.epoch ?? 0)
     }
 
-    var state: DesiredState { contents.withLock { $0.state } }
+    private func withLock<T>(_ body: (inout Contents) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&contents)
+    }
+
+    var state: DesiredState { withLock { $0.state } }
 
     /// Applies one fact to the desired state.
     func update(_ change: (inout DesiredState) -> Void) {
-        contents.withLock {
+        withLock {
             change(&$0.state)
             $0.version += 1
         }
@@ -40,7 +50,7 @@ final class Inbox: Sendable {
     /// (an app may report a restored session and then a fresh login); another
     /// user is an account switch, which retires the current session first.
     func signIn(userId: String, credentials: @escaping @Sendable () async throws -> String) {
-        contents.withLock {
+        withLock {
             if let current = $0.state.session, current.userId == userId {
                 $0.state.session = Session(userId: userId, epoch: current.epoch, credentials: credentials)
             } else {
@@ -53,7 +63,7 @@ final class Inbox: Sendable {
     }
 
     func signOut() {
-        contents.withLock {
+        withLock {
             Self.retire(&$0)
             $0.version += 1
         }
@@ -62,7 +72,7 @@ final class Inbox: Sendable {
     /// The latest state, its version, and the sessions retired since the
     /// last call (handed over once).
     func take() -> (state: DesiredState, version: UInt64, retired: [RetiredSession]) {
-        contents.withLock { contents in
+        withLock { contents in
             defer { contents.retired = [] }
             return (contents.state, contents.version, contents.retired)
         }

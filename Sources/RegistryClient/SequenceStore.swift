@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Where the last `sequence` handed out is kept between launches.
 ///
@@ -39,14 +38,24 @@ public final class UserDefaultsSequenceStore: SequenceStore, @unchecked Sendable
 
 /// A store that lives as long as the object: for tests and previews, or an
 /// app that keeps its state elsewhere and copies it in and out.
-public final class InMemorySequenceStore: SequenceStore {
-    private let value: Mutex<UInt64?>
+public final class InMemorySequenceStore: SequenceStore, @unchecked Sendable {
+    // @unchecked: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value: UInt64?
 
-    public init(_ initial: UInt64? = nil) { value = Mutex(initial) }
+    public init(_ initial: UInt64? = nil) { value = initial }
 
-    public func load() -> UInt64? { value.withLock { $0 } }
+    public func load() -> UInt64? {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
 
-    public func save(_ sequence: UInt64) { value.withLock { $0 = sequence } }
+    public func save(_ sequence: UInt64) {
+        lock.lock()
+        defer { lock.unlock() }
+        value = sequence
+    }
 }
 
 /// Hands out sequences: `max(last + 1, wall-clock milliseconds)`.
