@@ -6,13 +6,17 @@ import PackageDescription
 /// Dependencies point one way:
 /// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`;
 /// `JSON` (strict parser and escaping writer) is shared by the HTTP layers.
+/// `RegistryClient` is the app-side library: Foundation only, no dependency
+/// on the server's targets, so an app adds it alone.
 /// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
 /// OpenSSL) know nothing of the registry, so each is tested on its own.
 let package = Package(
     name: "registryd",
-    platforms: [.macOS(.v15)],
+    // iOS: only RegistryClient is meant for it (Duration and ContinuousClock need iOS 16).
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         .executable(name: "registryd", targets: ["registryd"]),
+        .library(name: "RegistryClient", targets: ["RegistryClient"]),
     ],
     targets: [
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb",
@@ -29,6 +33,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["COpenSSL"]),
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON"]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
+        .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB"], path: "Sources/registry-bench"),
 
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
@@ -37,6 +42,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
+        .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,75 @@
+/// Where the server should end up for this install: seed 000's triple
+/// (session, device, tokens), for this registry's API.
+///
+/// Every field is something observable: which session is signed in, which
+/// tokens the OS issued, which Live Activities are running. None records an
+/// intent such as "register now", which is why the app never chooses a
+/// request: the queue compares this value with what the server holds and
+/// works out the requests, so reporting the same fact twice costs nothing.
+public struct DesiredState: Sendable {
+    /// The signed-in session, or nil: then nothing is registered.
+    public var session: Session?
+    /// `identifierForVendor`: stable per install, and not restored by iCloud
+    /// onto a second phone (a UUID kept in defaults or the keychain would be).
+    public var deviceId: String
+    /// The bundle identifier for an app family sharing one registry (API
+    /// v1.1); nil sends none, so a v1 server is spoken to as v1.
+    public var appId: String?
+    public var osVersion: String?
+    public var appVersion: String?
+    public var pushToken: PushTokenFact
+    /// The ActivityKit push-to-start token, or nil when there is none.
+    public var pushToStartToken: PushToken?
+    /// Running Live Activities that have an update token, by activity id.
+    public var activities: [String: PushToken]
+
+    public init(session: Session? = nil, deviceId: String, appId: String? = nil,
+                osVersion: String? = nil, appVersion: String? = nil,
+                pushToken: PushTokenFact = .unknown, pushToStartToken: PushToken? = nil,
+                activities: [String: PushToken] = [:]) {
+        self.session = session
+        self.deviceId = deviceId
+        self.appId = appId
+        self.osVersion = osVersion
+        self.appVersion = appVersion
+        self.pushToken = pushToken
+        self.pushToStartToken = pushToStartToken
+        self.activities = activities
+    }
+
+    /// What each server-side resource should hold; a resource absent here
+    /// should not exist. Empty when signed out: the sign-out delete is the
+    /// retired session's business, not this state's.
+    var targets: [Resource: Payload] {
+        guard session != nil else { return [:] }
+        var targets: [Resource: Payload] = [
+            .device: .device(DevicePayload(pushToken: pushToken, osVersion: osVersion, appVersion: appVersion)),
+        ]
+        if let pushToStartToken { targets[.pushToStart] = .token(pushToStartToken) }
+        for (activityId, token) in activities { targets[.activity(activityId)] = .token(token) }
+        return targets
+    }
+}
+
+/// One thing the server holds for (user, device): the device record, its
+/// push-to-start token, or one activity's update token. The order is the
+/// order the queue sends in: the device record first, so the launch upsert
+/// carries the metadata before the tokens that would create a bare record.
+enum Resource: Hashable, Comparable, Sendable {
+    case device
+    case pushToStart
+    case activity(String)
+}
+
+/// The device record's part of the desired state.
+struct DevicePayload: Hashable, Sendable {
+    var pushToken: PushTokenFact
+    var osVersion: String?
+    var appVersion: String?
+}
+
+/// What one resource should hold.
+enum Payload: Hashable, Sendable {
+    case device(DevicePayload)
+    case token(PushToken)
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// Keeps this install's registration on the registry right.
+///
+/// The app reports facts as they happen: a token arrived, the app came to
+/// the foreground, a user signed in or out, a Live Activity started or ended.
+/// It never chooses a request. Each fact updates the desired state in call
+/// order (so calls from synchronous code cannot overtake one another) and
+/// wakes the queue, which sends the fewest requests that get the server
+/// there. Reporting a fact twice costs nothing, so wire triggers liberally.
+///
+/// Every method but `flush()` and `close()` is synchronous and safe from any
+/// thread. One client per install; create it at launch and keep it.
+public final class RegistryClient: Sendable {
+    private let inbox: Inbox
+    private let queue: RegistrationQueue
+
+    /// - Parameters:
+    ///   - deviceId: `identifierForVendor`, not a stored UUID: a stored one
+    ///     travels with an iCloud restore onto a second phone, which would
+    ///     then overwrite the first phone's registration.
+    ///   - appId: the bundle identifier, when several apps share a registry
+    ///     (API v1.1); nil for a v1 server.
+    ///   - transport: how requests travel; `URLSessionTransport` in an app.
+    ///   - sequenceStore: keeps sequences monotonic across launches.
+    public init(deviceId: String, appId: String? = nil, osVersion: String? = nil, appVersion: String? = nil,
+                transport: any RegistryTransport, sequenceStore: any SequenceStore = UserDefaultsSequenceStore(),
+                clock: any RegistryClock = SystemRegistryClock(), configuration: Configuration = Configuration()) {
+        inbox = Inbox(DesiredState(deviceId: deviceId, appId: appId, osVersion: osVersion, appVersion: appVersion))
+        queue = RegistrationQueue(inbox: inbox, transport: transport, clock: clock,
+                                  sequenceStore: sequenceStore, configuration: configuration)
+    }
+
+    /// The desired state as the facts reported so far leave it.
+    public var desiredState: DesiredState { inbox.state }
+
+    /// A user is signed in: at launch with a restored session, or after a
+    /// login. `credentials` returns a current JWT for that user; it is asked
+    /// before every request, and after sign-out once more for the delete.
+    /// Another user than the current one is an account switch. To start a new
+    /// session of the same user, call `signedOut()` first.
+    public func signedIn(userId: String, credentials: @escaping @Sendable () async throws -> String) {
+        inbox.signIn(userId: userId, credentials: credentials)
+        wake()
+    }
+
+    /// The user signed out (or was signed out): the session's registration is
+    /// deleted and nothing more is sent for it.
+    public func signedOut() {
+        inbox.signOut()
+        wake()
+    }
+
+    /// The APNs (or FCM) device token, from every
+    /// `didRegisterForRemoteNotificationsWithDeviceToken`.
+    public func pushTokenReceived(_ token: PushToken) {
+        change { $0.pushToken = .token(token) }
+    }
+
+    /// Notifications are off (authorization denied or revoked): the server
+    /// drops the push token (`pushToken: null`) but keeps the device.
+    public func pushPermissionWithdrawn() {
+        change { $0.pushToken = .withdrawn }
+    }
+
+    /// A token from `Activity<…>.pushToStartTokenUpdates`; nil when the
+    /// system withdrew it.
+    public func pushToStartTokenReceived(_ token: PushToken?) {
+        change { $0.pushToStartToken = token }
+    }
+
+    /// An update token from one activity's `pushTokenUpdates`, first or
+    /// rotated. `activityId` is the activity's subject (a match id, say).
+    public func activityTokenReceived(activityId: String, token: PushToken) {
+        change { $0.activities[activityId] = token }
+    }
+
+    /// The activity ended or was dismissed: its token is deleted.
+    public func activityEnded(activityId: String) {
+        change { $0.activities[activityId] = nil }
+    }
+
+    /// The app version or OS version changed (they travel with the device).
+    public func versionsChanged(osVersion: String?, appVersion: String?) {
+        change {
+            $0.osVersion = osVersion
+            $0.appVersion = appVersion
+        }
+    }
+
+    /// The app came to the foreground: a trigger, not a change. The queue
+    /// looks again, which re-sends what has outlived the refresh interval and
+    /// retries what a change made sendable.
+    public func enteredForeground() {
+        wake()
+    }
+
+    /// Sends what is pending now (skipping the coalescing window) and returns
+    /// once nothing is in flight. Await it from a background task before the
+    /// app suspends, so a sign-out's delete is not left waiting for the next
+    /// launch. It does not wait out a backoff.
+    public func flush() async {
+        await queue.flush()
+    }
+
+    /// Stops the client: requests in flight are cancelled, nothing more is
+    /// sent. For tests and for an app that tears its services down.
+    public func close() async {
+        await queue.close()
+    }
+
+    private func change(_ mutate: (inout DesiredState) -> Void) {
+        inbox.update(mutate)
+        wake()
+    }
+
+    /// The task carries no data, so wake-ups arriving in any order are the
+    /// same: the queue reads the inbox, which holds the facts in call order.
+    private func wake() {
+        Task { [queue] in await queue.wake() }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+@testable import RegistryClient
+import Testing
+
+/// Sessions: sign-out deletes with a sequence and abandons the old session's
+/// work; account switches; requests in flight when the state moves on;
+/// sequences that survive a restart.
+@Suite struct SessionTests {
+    @Test func accountSwitchDeletesTheOldUserThenRegistersTheNew() async {
+        let harness = Harness.signedIn("alice")
+        await harness.client.flush()
+        harness.client.signedOut()
+        harness.client.signedIn(userId: "bob", credentials: credentials("bob"))
+        await harness.client.flush()
+
+        let seen = harness.server.seen
+        #expect(seen.map { "\($0.method) \($0.user)" } == ["POST alice", "DELETE alice", "POST bob"])
+        #expect(seen[1].sequence != nil, "the sign-out delete is sequenced")
+        #expect(harness.server.device("alice") == nil)
+        #expect(harness.server.device("bob")?.pushToken == tokenA)
+    }
+
+    @Test func signInAsAnotherUserIsAnAccountSwitch() async {
+        let harness = Harness.signedIn("alice")
+        await harness.client.flush()
+        harness.client.signedIn(userId: "bob", credentials: credentials("bob"))
+        await harness.client.flush()
+        #expect(harness.server.seen.map { "\($0.method) \($0.user)" } == ["POST alice", "DELETE alice", "POST bob"])
+    }
+
+    @Test func signOutBeatsARegisterStillInFlight() async {
+        let harness = Harness.signedIn("alice")
+        harness.server.holdNextRequest()
+        let firstFlush = Task { await harness.client.flush() }
+        await eventually("the register to be on the wire") { harness.server.isHolding }
+
+        harness.client.signedOut()
+        await harness.client.flush()
+        #expect(harness.server.answered.map(\.method) == ["DELETE"], "the delete did not wait for the register")
+
+        harness.server.release()
+        await eventually("the late register to be answered") { harness.server.answered.count == 2 }
+        await firstFlush.value
+        await harness.client.flush()
+
+        let seen = harness.server.seen
+        #expect(seen.count == 2, "the refused register is not retried for a session that ended")
+        #expect(seen[0].status == 409, "the late register is refused by its older sequence")
+        #expect((seen[0].sequence ?? 0) < (seen[1].sequence ?? 0))
+        #expect(harness.server.device("alice") == nil)
+
+        harness.client.signedIn(userId: "bob", credentials: credentials("bob"))
+        await harness.client.flush()
+        #expect(harness.server.device("bob")?.pushToken == tokenA)
+        #expect(harness.server.device("alice") == nil)
+    }
+
+    @Test func tokenRotationWhileARegisterIsInFlightIsSentNext() async {
+        let harness = Harness.signedIn("alice")
+        harness.server.holdNextRequest()
+        let firstFlush = Task { await harness.client.flush() }
+        await eventually("the register to be on the wire") { harness.server.isHolding }
+
+        harness.client.pushTokenReceived(PushToken(value: tokenB))
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(harness.server.seen.count == 1, "single flight: nothing else goes while one is on the wire")
+        harness.server.release()
+        await firstFlush.value
+        await harness.client.flush()
+
+        #expect(harness.server.seen.map { $0.body["pushToken"] as? String } == [tokenA, tokenB])
+        #expect(harness.server.device("alice")?.pushToken == tokenB)
+    }
+
+    @Test func newSessionWaitsForTheOldSessionsDelete() async {
+        let harness = Harness.signedIn("alice")
+        await harness.client.flush()
+        harness.server.holdNextRequest()
+        harness.client.signedOut()
+        harness.client.signedIn(userId: "bob", credentials: credentials("bob"))
+        let flush = Task { await harness.client.flush() }
+        await eventually("the delete to be on the wire") { harness.server.isHolding }
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(harness.server.seen.count == 2, "bob's register waits for alice's delete")
+        harness.server.release()
+        await flush.value
+        #expect(harness.server.seen.map(\.user) == ["alice", "alice", "bob"])
+        #expect(harness.server.device("bob") != nil)
+    }
+
+    @Test func sequencesSurviveARestartAndAClockThatStepsBack() async throws {
+        let store = InMemorySequenceStore()
+        let first = Harness(store: store, clock: ManualClock(date: Date(timeIntervalSince1970: 2_000_000)))
+        first.client.signedIn(userId: "alice", credentials: credentials("alice"))
+        first.client.pushTokenReceived(PushToken(value: tokenA))
+        await first.client.flush()
+        await first.client.close()
+        let firstSequence = try #require(first.server.seen.last?.sequence)
+        #expect(store.load() == firstSequence)
+
+        // The next launch's wall clock is a thousand seconds earlier.
+        let second = Harness(server: first.server, store: store,
+                             clock: ManualClock(date: Date(timeIntervalSince1970: 1_000_000)))
+        second.client.signedIn(userId: "alice", credentials: credentials("alice"))
+        second.client.pushTokenReceived(PushToken(value: tokenB))
+        await second.client.flush()
+        let secondSequence = try #require(second.server.seen.last?.sequence)
+        #expect(secondSequence > firstSequence)
+        #expect(second.server.seen.last?.status == 200, "a fresh process sends once, and is not refused")
+        #expect(second.server.device("alice")?.pushToken == tokenB)
+
+        // A reinstall loses the store; the wall clock keeps sequences rising.
+        let third = Harness(server: first.server)
+        third.client.signedIn(userId: "alice", credentials: credentials("alice"))
+        third.client.pushTokenReceived(PushToken(value: tokenC))
+        await third.client.flush()
+        #expect((third.server.seen.last?.sequence ?? 0) > secondSequence)
+        #expect(third.server.device("alice")?.pushToken == tokenC)
+    }
+}
