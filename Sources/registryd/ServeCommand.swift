@@ -43,6 +43,7 @@ enum ServeCommand {
         storeConfiguration.deviceTTLSeconds = settings.deviceTTLSeconds
         storeConfiguration.activityTTLSeconds = settings.activityTTLSeconds
         storeConfiguration.onCommit = { report in metrics.recordCommit(report) }
+        storeConfiguration.onSweepBatch = { report in metrics.recordSweepStep(report) }
         let store = try LMDBRegistryStore(configuration: storeConfiguration)
 
         let sweeper = Sweeper(store: store, intervalSeconds: Double(settings.sweepIntervalSeconds)) { result, seconds in

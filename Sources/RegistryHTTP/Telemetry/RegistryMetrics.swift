@@ -18,6 +18,7 @@ public final class RegistryMetrics: Sendable {
         var sweepRuns: [String: UInt64] = [:]
         var sweptRecords: [String: UInt64] = [:]
         var lastSweepSeconds: Double = 0
+        var sweepStepSeconds = Histogram(bounds: Histogram.latencySeconds)
         var feedbackRemoved: [String: UInt64] = [:]
     }
 
@@ -55,10 +56,19 @@ public final class RegistryMetrics: Sendable {
                 s.sweptRecords["pushToStartTokens", default: 0] += UInt64(counts.pushToStartTokens)
                 s.sweptRecords["activityTokens", default: 0] += UInt64(counts.activityTokens)
                 s.sweptRecords["tombstones", default: 0] += UInt64(counts.tombstones)
+            case .failure(is CancellationError):
+                s.sweepRuns["interrupted", default: 0] += 1
             case .failure:
                 s.sweepRuns["error", default: 0] += 1
             }
         }
+    }
+
+    /// One bounded step of a sweep: how long it held its transaction (for
+    /// a real sweep, how long it held the writer).
+    public func recordSweepStep(_ report: SweepBatchReport) {
+        guard !report.dryRun else { return }
+        state.withLock { s in s.sweepStepSeconds.observe(report.seconds) }
     }
 
     public func recordFeedback(reason: FeedbackReason, removed: Int) {
@@ -90,7 +100,7 @@ public final class RegistryMetrics: Sendable {
                               help: "Batches whose commit failed (nothing in them was acknowledged).",
                               samples: [("", Double(s.failedBatches))], into: &out)
         PrometheusText.family("registry_sweep_runs_total", type: "counter", help: "Sweeps run, by result.",
-                              label: "result", samples: ["ok", "error"].map { ($0, Double(s.sweepRuns[$0, default: 0])) },
+                              label: "result", samples: ["ok", "error", "interrupted"].map { ($0, Double(s.sweepRuns[$0, default: 0])) },
                               into: &out)
         PrometheusText.family("registry_sweep_removed_total", type: "counter", help: "Records removed by sweeps, by kind.",
                               label: "kind",
@@ -98,6 +108,9 @@ public final class RegistryMetrics: Sendable {
                                   .map { ($0, Double(s.sweptRecords[$0, default: 0])) }, into: &out)
         PrometheusText.family("registry_sweep_last_duration_seconds", type: "gauge", help: "How long the last sweep took.",
                               samples: [("", s.lastSweepSeconds)], into: &out)
+        PrometheusText.header("registry_sweep_step_duration_seconds", type: "histogram",
+                              help: "Time one bounded sweep step held the writer.", into: &out)
+        s.sweepStepSeconds.render(name: "registry_sweep_step_duration_seconds", labels: "", into: &out)
         PrometheusText.family("registry_feedback_removed_tokens_total", type: "counter",
                               help: "Tokens removed by APNs feedback, by reason.", label: "reason",
                               samples: FeedbackReason.allCases.map { ($0.rawValue, Double(s.feedbackRemoved[$0.rawValue, default: 0])) },
