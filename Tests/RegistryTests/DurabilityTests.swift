@@ -39,14 +39,7 @@ struct DurabilityTests {
     @Test func everyAcknowledgedWriteSurvivesAKilledProcess() async throws {
         let directory = NSTemporaryDirectory() + "registry-crash-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(Self.benchBinary, "registry-bench is built next to the tests"))
-        process.arguments = ["crash-writer", directory, "300"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (process, printed) = try Self.runBench(["crash-writer", directory, "300"])
         #expect(printed == "committed 300\n")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
 
@@ -65,14 +58,7 @@ struct DurabilityTests {
     @Test func aMapThatCannotGrowMakesTheStoreUnusableWithoutACrash() async throws {
         let directory = NSTemporaryDirectory() + "registry-grow-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(Self.benchBinary, "registry-bench is built next to the tests"))
-        process.arguments = ["grow-under-limit", directory, "12"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (process, printed) = try Self.runBench(["grow-under-limit", directory, "12"])
         #expect(process.terminationReason == .exit, "died by signal \(process.terminationStatus); printed: \(printed)")
         #expect(process.terminationStatus == 3, "\(printed)")
         #expect(printed.contains("write refused: unavailable"))
@@ -83,6 +69,19 @@ struct DurabilityTests {
         defer { store.shutdown() }
         #expect(try store.check().isEmpty)
         #expect(try store.stats().devices > 64)
+    }
+
+    /// Runs `registry-bench` with `arguments` to its end; returns it and what it printed.
+    static func runBench(_ arguments: [String]) throws -> (Process, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(benchBinary, "registry-bench is built next to the tests"))
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process, printed)
     }
 
     /// `registry-bench` sits next to the test bundle in the build directory.

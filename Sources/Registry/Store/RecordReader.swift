@@ -46,15 +46,7 @@ struct RecordReader {
 
     /// A user's tombstones as (deviceId, value), in key order (at most the tombstone cap).
     func tombstones(of user: String) throws -> [(String, TombstoneValue)] {
-        var found: [(String, TombstoneValue)] = []
-        try txn.scan(schema.tombstones, prefix: StoreKey.user(user)) { key, value in
-            guard let parts = StoreKey.decode(key), parts.count == 2 else {
-                throw StoredValueError(what: "tombstone key", reason: "malformed")
-            }
-            found.append((parts[1], try TombstoneValue(decoding: value)))
-            return true
-        }
-        return found
+        try perDevice(of: user, in: schema.tombstones, what: "tombstone") { try TombstoneValue(decoding: $0) }
     }
 
     /// Where `token` of `kind` is held, checked against the holder's stored
@@ -96,12 +88,18 @@ struct RecordReader {
 
     /// (deviceId, value) of every device of a user, in key order.
     func deviceValues(of user: String) throws -> [(String, DeviceValue)] {
-        var found: [(String, DeviceValue)] = []
-        try txn.scan(schema.devices, prefix: StoreKey.user(user)) { key, value in
+        try perDevice(of: user, in: schema.devices, what: "device") { try DeviceValue(decoding: $0) }
+    }
+
+    /// The (deviceId, decoded value) entries of a (user, device)-keyed database for one user.
+    private func perDevice<Value>(of user: String, in db: Database, what: String,
+                                  _ decode: ([UInt8]) throws -> Value) throws -> [(String, Value)] {
+        var found: [(String, Value)] = []
+        try txn.scan(db, prefix: StoreKey.user(user)) { key, value in
             guard let parts = StoreKey.decode(key), parts.count == 2 else {
-                throw StoredValueError(what: "device key", reason: "malformed")
+                throw StoredValueError(what: "\(what) key", reason: "malformed")
             }
-            found.append((parts[1], try DeviceValue(decoding: value)))
+            found.append((parts[1], try decode(value)))
             return true
         }
         return found
