@@ -20,16 +20,30 @@ enum Secrets {
     /// The file's bytes minus one trailing newline, at least `minimumBytes`
     /// long; failures name `flag`.
     static func read(_ path: String, flag: String, minimumBytes: Int = 1) throws(Arguments.Failure) -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard var bytes = readFile(path) else {
             throw Arguments.Failure(description: "--\(flag): cannot read '\(path)'")
         }
-        var bytes = [UInt8](data)
         if bytes.last == 0x0A { bytes.removeLast() }
         guard !bytes.isEmpty else { throw Arguments.Failure(description: "--\(flag): '\(path)' is empty") }
         guard bytes.count >= minimumBytes else {
             throw Arguments.Failure(description: "--\(flag): '\(path)' holds \(bytes.count) bytes; at least \(minimumBytes) are required")
         }
         return bytes
+    }
+
+    /// The whole file, read with plain POSIX calls (key files are small).
+    private static func readFile(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = Glibc.read(fd, &chunk, chunk.count)
+            if n < 0 { return nil }
+            if n == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
     }
 
     /// The secret in `directory/name`, generating it when the file is absent.
