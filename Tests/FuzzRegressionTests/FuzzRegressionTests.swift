@@ -15,6 +15,7 @@ import Testing
         "routing": RoutingFuzz.run,
         "stored-values": StoredValuesFuzz.run,
         "export-line": ExportLineFuzz.run,
+        "timestamps": TimestampsFuzz.run,
     ]
 
     static let repository = URL(fileURLWithPath: #filePath)
@@ -28,7 +29,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["json", "jwt", "routing", "stored-values", "export-line"])
+    @Test(arguments: ["json", "jwt", "routing", "stored-values", "export-line", "timestamps"])
     func everyKeptInputPasses(target: String) throws {
         let harness = try #require(Self.targets[target])
         let files = Self.inputs(target)
