@@ -43,6 +43,8 @@ let package = Package(
         .testTarget(name: "JWTTests", dependencies: ["JWT"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient"]),
+        // Replays tools/fuzz's seeds and kept findings through the same harnesses (Harness/).
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["JSON", "JWT", "Registry", "HTTPServer", "RegistryHTTP"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -25,6 +25,15 @@ import Testing
         #expect(RFC3339.parse(text) == nil)
     }
 
+    /// Found by `tools/fuzz` (target `timestamps`): formatting trapped on
+    /// arithmetic overflow for the oldest Int64 times, which an import can store.
+    @Test func formatsEveryInt64WithoutTrapping() {
+        #expect(RFC3339.format(Timestamp(milliseconds: .min)).hasSuffix(".192Z"))
+        #expect(RFC3339.format(Timestamp(milliseconds: .min + 998)).hasSuffix(".190Z"))
+        #expect(RFC3339.format(Timestamp(milliseconds: .max)).hasSuffix(".807Z"))
+        #expect(RFC3339.format(Timestamp(milliseconds: -1_001)) == "1969-12-31T23:59:58.999Z")
+    }
+
     @Test func roundTrips() {
         for ms: Int64 in [0, 1, 999, 86_399_999, 1_700_000_000_000, 4_102_444_800_000] {
             #expect(RFC3339.parse(RFC3339.format(Timestamp(milliseconds: ms)))?.milliseconds == ms)

@@ -8,9 +8,11 @@ import Registry
 /// number of fractional digits (truncated to milliseconds).
 public enum RFC3339 {
     public static func format(_ timestamp: Timestamp) -> String {
-        let ms = timestamp.milliseconds
-        let totalSeconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
-        let millis = ms - totalSeconds * 1000
+        // Floor division that cannot overflow: any Int64 can be stored (an
+        // import carries its times as sent), and `ms - 999` traps near Int64.min.
+        let (quotient, remainder) = timestamp.milliseconds.quotientAndRemainder(dividingBy: 1000)
+        let totalSeconds = remainder < 0 ? quotient - 1 : quotient
+        let millis = remainder < 0 ? remainder + 1000 : remainder
         let days = totalSeconds >= 0 ? totalSeconds / 86_400 : (totalSeconds - 86_399) / 86_400
         let secondOfDay = totalSeconds - days * 86_400
         let (year, month, day) = civilDate(daysSinceEpoch: days)

@@ -1,0 +1,57 @@
+@testable import JSON
+
+/// Fuzz target `json`: the strict request-body parser.
+///
+/// Properties: parsing never traps (every failure is a `JSONParseError`);
+/// whatever parses, written back with `JSONWriter` and parsed again, is the
+/// same document (strings, member names, nesting, integers; numbers with a
+/// fraction or exponent are written as strings by `normalized`, since the
+/// writer emits integers only).
+enum JSONFuzz {
+    static func run(_ bytes: [UInt8]) -> [String] {
+        var check = FuzzCheck()
+        guard let value = try? JSONParser.parse(bytes) else { return [] }
+        let written = JSONWriter.encode(writerValue(value))
+        do {
+            let reparsed = try JSONParser.parse(written)
+            check.expect(normalized(reparsed) == normalized(value),
+                         "parse → write → parse changed the document: \(String(decoding: written, as: UTF8.self))")
+        } catch {
+            check.expect(false, "the writer's output does not parse (\(error.message)): \(String(decoding: written, as: UTF8.self))")
+        }
+        return check.violations
+    }
+
+    /// The document as the writer can express it.
+    static func writerValue(_ value: JSONValue) -> JSONWriter.Value {
+        switch value {
+        case .null: .null
+        case .bool(let b): .bool(b)
+        case .number(let text): integer(text) ?? .string(text)
+        case .string(let s): .string(s)
+        case .array(let elements): .array(elements.map(writerValue))
+        case .object(let object): .object(object.members.map { ($0.key, writerValue($0.value)) })
+        }
+    }
+
+    /// Integers in canonical decimal; any other number as the string of its text.
+    static func normalized(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .number(let text):
+            switch integer(text) {
+            case .uint(let n)?: .number(String(n))
+            case .int(let n)?: .number(String(n))
+            default: .string(text)
+            }
+        case .array(let elements): .array(elements.map(normalized))
+        case .object(let object): .object(JSONObject(object.members.mapValues(normalized)))
+        default: value
+        }
+    }
+
+    private static func integer(_ text: String) -> JSONWriter.Value? {
+        if let n = JSONValue.number(text).exactUInt64 { return .uint(n) }
+        if let n = JSONValue.number(text).exactInt64 { return .int(n) }
+        return nil
+    }
+}

@@ -1,0 +1,7 @@
+// harness: ExportLineFuzz.swift
+/// libFuzzer entry point of target `export-line` (built and run by `tools/fuzz`);
+/// what it feeds and checks is in `Tests/FuzzRegressionTests/Harness/ExportLineFuzz.swift`.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    fuzzEntry(data, size, ExportLineFuzz.run)
+}

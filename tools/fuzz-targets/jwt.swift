@@ -1,0 +1,7 @@
+// harness: JWTFuzz.swift
+/// libFuzzer entry point of target `jwt` (built and run by `tools/fuzz`);
+/// what it feeds and checks is in `Tests/FuzzRegressionTests/Harness/JWTFuzz.swift`.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    fuzzEntry(data, size, JWTFuzz.run)
+}

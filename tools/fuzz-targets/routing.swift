@@ -1,0 +1,7 @@
+// harness: RoutingFuzz.swift
+/// libFuzzer entry point of target `routing` (built and run by `tools/fuzz`);
+/// what it feeds and checks is in `Tests/FuzzRegressionTests/Harness/RoutingFuzz.swift`.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    fuzzEntry(data, size, RoutingFuzz.run)
+}
