@@ -20,7 +20,25 @@ struct DeviceValue: Hashable {
     /// How many activity tokens the device holds (at most the per-device cap).
     var activityCount: Int
     /// Decoded from a version 1 value, which did not store `activityCount`.
+    /// Not part of equality: it says how the value was read, not what it holds.
     private(set) var needsActivityCount = false
+
+    static func == (a: DeviceValue, b: DeviceValue) -> Bool {
+        a.platform == b.platform && a.environment == b.environment && a.osVersion == b.osVersion
+            && a.appVersion == b.appVersion && a.createdAt == b.createdAt && a.lastSeenAt == b.lastSeenAt
+            && a.sequence == b.sequence && a.activityCount == b.activityCount
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(platform)
+        hasher.combine(environment)
+        hasher.combine(osVersion)
+        hasher.combine(appVersion)
+        hasher.combine(createdAt)
+        hasher.combine(lastSeenAt)
+        hasher.combine(sequence)
+        hasher.combine(activityCount)
+    }
 
     func encoded() -> [UInt8] {
         var w = ByteWriter(version: 2)
