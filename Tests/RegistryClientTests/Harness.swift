@@ -49,7 +49,7 @@ let tokenC = String(repeating: "c3", count: 32)
 
 /// Waits (in real time, generously) until `condition` holds; for what a
 /// background task or timer does on its own. Fails the test on time-out.
-func eventually(_ what: String, timeout: Duration = .seconds(10),
+func eventually(_ what: String, timeout: Duration = .seconds(60),
                 _ condition: @Sendable () async -> Bool) async {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
