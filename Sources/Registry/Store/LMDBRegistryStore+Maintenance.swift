@@ -70,7 +70,7 @@ extension RecordWriter {
             if try read.device(d.userId, d.deviceId) != nil { try deleteDevice(d.userId, d.deviceId) }
             for (kind, token) in [(TokenKind.push, d.pushToken), (.pushToStart, d.pushToStartToken)] {
                 if let token, let owner = try read.owner(of: token.token, kind),
-                   owner.userId != d.userId || owner.deviceId != d.deviceId {
+                   read.tokenKey(kind, owner) != StoreKey.device(d.userId, d.deviceId) {
                     try deleteDevice(owner.userId, owner.deviceId)
                 }
             }

@@ -90,7 +90,7 @@ extension RecordWriter {
                                  lastSeenAt: stored?.updatedAt ?? now)
         }
         if try read.token(.activity, key) == nil {
-            var count = try read.device(r.userId, r.deviceId)?.activityCount ?? 0
+            var count = device.value.activityCount
             while count >= max(1, maxActivities), let oldest = try read.leastRecentActivity(r.userId, r.deviceId) {
                 try removeActivityToken(oldest, r.userId, r.deviceId)
                 count -= 1
@@ -173,13 +173,12 @@ extension RecordWriter {
     /// activity token only that activity entry goes.
     private func claim(_ token: String, _ kind: TokenKind, user: String, device: String, activity: String?) throws {
         guard let owner = try read.owner(of: token, kind) else { return }
-        let sameDevice = owner.userId.utf8.elementsEqual(user.utf8) && owner.deviceId.utf8.elementsEqual(device.utf8)
-        let sameActivity = (owner.activityId ?? "").utf8.elementsEqual((activity ?? "").utf8)
-            && (owner.activityId == nil) == (activity == nil)
-        guard !(sameDevice && sameActivity) else { return }
+        // Compared as key bytes: `String ==` would call canonically equivalent ids the same holder.
+        let claimant = activity.map { StoreKey.activityToken($0, user, device) } ?? StoreKey.device(user, device)
+        guard read.tokenKey(kind, owner) != claimant else { return }
         switch kind {
         case .push, .pushToStart:
-            if !sameDevice { try deleteDevice(owner.userId, owner.deviceId) }
+            try deleteDevice(owner.userId, owner.deviceId)
         case .activity:
             try removeActivityToken(owner.activityId ?? "", owner.userId, owner.deviceId)
         }
