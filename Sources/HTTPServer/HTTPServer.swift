@@ -7,8 +7,9 @@ import Synchronization
 /// `HTTPApplication` as plain values.
 ///
 /// libmicrohttpd runs an epoll worker pool of `threads` threads; each request
-/// is parsed and framed there, and the application's `handle` runs as a Swift
-/// task while the connection is suspended, so slow handlers cost no thread.
+/// is parsed and framed there. The application's handler for it runs either
+/// inline on that thread (reads) or as a Swift task while the connection is
+/// suspended (writes), so slow handlers cost no thread (`RequestHandler`).
 /// Limits: HTTP/1.1 and 1.0 only (no TLS, no HTTP/2), one listening address.
 ///
 /// What libmicrohttpd 0.9.75 decides by itself (each pinned by a test):

@@ -27,8 +27,8 @@ final class RequestState: @unchecked Sendable {
     enum Phase {
         /// The first access-handler call (headers complete) has not happened.
         case awaitingHeaders
-        /// Body bytes are being collected, up to the limit.
-        case readingBody(limit: Int)
+        /// Body bytes are being collected, up to the limit, for `handler`.
+        case readingBody(limit: Int, handler: RequestHandler)
         /// `head` answered a bodiless request, or a chunked body overran its
         /// limit: queue this on the final call (libmicrohttpd 0.9.75 refuses
         /// a response queued mid-body), dropping at most `discard` more body

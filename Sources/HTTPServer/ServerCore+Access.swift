@@ -10,9 +10,9 @@ extension ServerCore {
         switch state.phase {
         case .awaitingHeaders:
             return begin(state, connection: connection, method: method, version: version)
-        case .readingBody(let limit):
+        case .readingBody(let limit, let handler):
             let count = size.pointee
-            guard count > 0 else { return dispatch(state, connection: connection) }
+            guard count > 0 else { return dispatch(state, handler, connection: connection) }
             size.pointee = 0
             if state.body.count + count > limit {
                 state.body = []
@@ -54,11 +54,11 @@ extension ServerCore {
         case .accept(let body):
             if let tracked = state.connection { deadlines.headComplete(tracked, bodyExpected: body.expected) }
             switch application.head(state.request) {
-            case .readBody(let maxBytes):
+            case .readBody(let maxBytes, let handler):
                 if case .length(let declared) = body, declared > maxBytes {
                     return answer(state, connection: connection, Self.tooLarge(maxBytes))
                 }
-                state.phase = .readingBody(limit: maxBytes)
+                state.phase = .readingBody(limit: maxBytes, handler: handler)
                 return .YES
             case .respond(var response):
                 guard body.expected else {
@@ -71,11 +71,20 @@ extension ServerCore {
         }
     }
 
-    /// The body is complete: suspend the connection and run the handler as a task.
-    private func dispatch(_ state: RequestState, connection: OpaquePointer) -> MHD_Result {
+    /// The body is complete: answer an inline handler now, or suspend the
+    /// connection and run a suspending one as a task.
+    private func dispatch(_ state: RequestState, _ handler: RequestHandler, connection: OpaquePointer) -> MHD_Result {
         var request = state.request
         request.body = state.body
         state.body = []
+        let run: @Sendable (HTTPRequest) async -> HTTPResponse
+        switch handler {
+        case .inline(let respond):
+            // `stop` waits for server threads, so an inline handler needs no drain bookkeeping.
+            return answer(state, connection: connection, respond(request))
+        case .suspending(let respond):
+            run = respond
+        }
         guard admitToHandling(state) else {
             return answer(state, connection: connection, Self.unavailable)
         }
@@ -85,9 +94,8 @@ extension ServerCore {
             handlingFinished(state)
             return answer(state, connection: connection, forced)
         }
-        let application = self.application
         Task {
-            let response = await application.handle(request)
+            let response = await run(request)
             state.finish(response)
             self.handlingFinished(state)
         }

@@ -4,8 +4,9 @@ import JSON
 import Registry
 
 /// The registry's HTTP API as plain functions of `HTTPRequest` values: the
-/// server adapter calls `head` when headers are complete and `handle` with
-/// the whole request, so almost every test runs without a socket.
+/// server adapter calls `head` when headers are complete, then the handler
+/// `head` chose with the whole request, so almost every test runs without a
+/// socket. Each endpoint's facts live in one row of `RouteTable`.
 ///
 /// Checks run in API.md's order, and the first failure answers: route
 /// (404/405), credential (401/403), media type (415), size (413), JSON (400),
@@ -34,85 +35,109 @@ public final class RegistryApplication: HTTPApplication {
         self.configuration = configuration
     }
 
-    /// What the checks before the body established.
-    struct Admitted {
-        var route: Route
-        var credential: Credential
-    }
-
+    /// Route, credential, media type and declared size, once per request;
+    /// the handler it picks carries what they established.
     public func head(_ request: HTTPRequest) -> HeadDecision {
-        switch admit(request) {
-        case .success(let admitted):
-            return .readBody(maxBytes: admitted.route.maxBodyBytes)
-        case .failure(let error):
-            finish(request, label: routeLabel(request), error.response, started: .now)
-            return .respond(error.response)
-        }
-    }
-
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
-        let response: HTTPResponse
-        var label = "unmatched"
-        switch admit(request) {
+        switch Router.match(method: request.method, path: request.path) {
         case .failure(let error):
-            response = error.response
-        case .success(let admitted):
-            label = admitted.route.label
-            if request.body.count > admitted.route.maxBodyBytes {
-                response = APIError.payloadTooLarge(limit: admitted.route.maxBodyBytes).response
-            } else {
-                response = await respond(to: request, admitted)
+            return refuse(request, label: "unmatched", error, started: started)
+        case .success(let match):
+            switch admit(request, match.endpoint) {
+            case .failure(let error):
+                return refuse(request, label: match.endpoint.label, error, started: started)
+            case .success(let credential):
+                return .readBody(maxBytes: match.endpoint.maxBodyBytes,
+                                 then: handler(for: match, credential: credential))
             }
         }
-        finish(request, label: label, response, started: started)
-        return response
     }
 
-    /// Route, credential, media type and declared size.
-    func admit(_ request: HTTPRequest) -> Result<Admitted, APIError> {
-        let route: Route
-        switch Router.match(method: request.method, path: request.path) {
-        case .success(let matched): route = matched
-        case .failure(let error): return .failure(error)
-        }
+    /// Credential, media type and declared size for a matched endpoint.
+    func admit(_ request: HTTPRequest, _ endpoint: Endpoint) -> Result<Credential, APIError> {
         let credential: Credential
-        switch authenticator.authenticate(request.headers, for: route.surface) {
+        switch authenticator.authenticate(request.headers, for: endpoint.surface) {
         case .success(let c): credential = c
         case .failure(let error): return .failure(error)
         }
-        if route.takesBody, Self.hasBody(request), !Self.isJSON(request.headers["Content-Type"]) {
+        if endpoint.takesJSON, Self.hasBody(request), !Self.isJSON(request.headers["Content-Type"]) {
             return .failure(.unsupportedMediaType)
         }
-        if let declared = request.headers["Content-Length"].flatMap({ Int($0) }), declared > route.maxBodyBytes {
-            return .failure(.payloadTooLarge(limit: route.maxBodyBytes))
+        if let declared = request.headers["Content-Length"].flatMap({ Int($0) }), declared > endpoint.maxBodyBytes {
+            return .failure(.payloadTooLarge(limit: endpoint.maxBodyBytes))
         }
-        return .success(Admitted(route: route, credential: credential))
+        return .success(credential)
     }
 
-    private func respond(to request: HTTPRequest, _ admitted: Admitted) async -> HTTPResponse {
+    private func refuse(_ request: HTTPRequest, label: String, _ error: APIError,
+                        started: ContinuousClock.Instant) -> HeadDecision {
+        let response = error.response
+        finish(request, label: label, response, started: started)
+        return .respond(response)
+    }
+
+    /// The endpoint's handler bound to this call: inline for reads, suspending for writes.
+    private func handler(for match: Router.Match, credential: Credential) -> RequestHandler {
+        let endpoint = match.endpoint
+        let parameter = match.rawParameter
+        switch endpoint.handler {
+        case .read(let read):
+            return .inline { [self] request in
+                let started = ContinuousClock.now
+                let call = Call(endpoint: endpoint, rawParameter: parameter, credential: credential, request: request)
+                let response = answer(call) { try read(self, call) }
+                finish(request, label: endpoint.label, response, started: started)
+                return response
+            }
+        case .write(let write):
+            return .suspending { [self] request in
+                let started = ContinuousClock.now
+                let call = Call(endpoint: endpoint, rawParameter: parameter, credential: credential, request: request)
+                let response = await answer(call) { try await write(self, call) }
+                finish(request, label: endpoint.label, response, started: started)
+                return response
+            }
+        }
+    }
+
+    /// Runs a handler, turning what it throws into the contract's answer.
+    private func answer(_ call: Call, _ run: () throws -> HTTPResponse) -> HTTPResponse {
+        if let tooLarge = Self.overLimit(call) { return tooLarge }
         do {
-            return try await dispatch(request, admitted)
-        } catch let error as APIError {
+            return try run()
+        } catch {
+            return response(for: error, call)
+        }
+    }
+
+    private func answer(_ call: Call, _ run: () async throws -> HTTPResponse) async -> HTTPResponse {
+        if let tooLarge = Self.overLimit(call) { return tooLarge }
+        do {
+            return try await run()
+        } catch {
+            return response(for: error, call)
+        }
+    }
+
+    /// The server enforces `readBody`'s limit; this keeps the rule true for any caller.
+    private static func overLimit(_ call: Call) -> HTTPResponse? {
+        guard call.request.body.count > call.endpoint.maxBodyBytes else { return nil }
+        return APIError.payloadTooLarge(limit: call.endpoint.maxBodyBytes).response
+    }
+
+    private func response(for error: any Error, _ call: Call) -> HTTPResponse {
+        switch error {
+        case let error as APIError:
             return error.response
-        } catch let error as RegistryError {
+        case let error as RegistryError:
             if case .unavailable(let reason) = error {
-                logger.error("storage_unavailable", [("route", .string(admitted.route.label)), ("reason", .string(reason))])
+                logger.error("storage_unavailable", [("route", .string(call.endpoint.label)), ("reason", .string(reason))])
             }
             return APIError(error).response
-        } catch {
-            logger.error("internal_error", [("route", .string(admitted.route.label)),
+        default:
+            logger.error("internal_error", [("route", .string(call.endpoint.label)),
                                             ("error", .string(String(describing: error)))])
             return APIError.internalError.response
-        }
-    }
-
-    private func dispatch(_ request: HTTPRequest, _ admitted: Admitted) async throws -> HTTPResponse {
-        switch (admitted.route, admitted.credential) {
-        case (_, .device(let userId)):
-            return try await handleDeviceAPI(admitted.route, userId: userId, request)
-        default:
-            return try await handleInternalAPI(admitted.route, request)
         }
     }
 
@@ -124,10 +149,6 @@ public final class RegistryApplication: HTTPApplication {
                                      ("status", .int(Int64(response.status))),
                                      ("micros", .int(Int64(seconds * 1e6)))])
         }
-    }
-
-    private func routeLabel(_ request: HTTPRequest) -> String {
-        (try? Router.match(method: request.method, path: request.path).get())?.label ?? "unmatched"
     }
 
     static func hasBody(_ request: HTTPRequest) -> Bool {

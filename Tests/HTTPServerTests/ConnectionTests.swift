@@ -145,8 +145,9 @@ extension LiveServer {
 
 /// Answers every request with a header and `closeConnection`.
 private struct ClosingApplication: HTTPApplication {
-    func head(_ request: HTTPRequest) -> HeadDecision { .readBody(maxBytes: 0) }
-    func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [("X-Kept", "yes")], closeConnection: true)
+    func head(_ request: HTTPRequest) -> HeadDecision {
+        .readBody(maxBytes: 0, then: .suspending { _ in
+            HTTPResponse(status: 200, headers: [("X-Kept", "yes")], closeConnection: true)
+        })
     }
 }

@@ -169,6 +169,7 @@ extension LiveServer {
 
 /// Reads every body up to 10 bytes without looking at the declared length.
 private struct TrustingApplication: HTTPApplication {
-    func head(_ request: HTTPRequest) -> HeadDecision { .readBody(maxBytes: 10) }
-    func handle(_ request: HTTPRequest) async -> HTTPResponse { HTTPResponse(status: 200, body: request.body) }
+    func head(_ request: HTTPRequest) -> HeadDecision {
+        .readBody(maxBytes: 10, then: .inline { HTTPResponse(status: 200, body: $0.body) })
+    }
 }

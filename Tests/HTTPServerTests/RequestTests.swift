@@ -32,6 +32,21 @@ extension LiveServer {
             #expect(response.header("X-Query") == "<none>")
         }
 
+        @Test func inlineHandlerAnswersOnTheServerThreadWithTheBody() async throws {
+            let server = try makeServer()
+            defer { server.stop() }
+            let responses = try await blocking { [port = server.boundPort] in
+                let client = try RawClient(port: port)
+                try client.send("POST /inline HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nfirst"
+                                + "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"
+                                + "GET /inline?again HTTP/1.1\r\nHost: t\r\n\r\n")
+                return try (0..<3).map { _ in try client.readResponse() }
+            }
+            #expect(responses.map { $0.header("X-Handler") } == ["inline", "suspending", "inline"])
+            #expect(responses[0].text == "first")
+            #expect(responses[2].header("X-Query") == "again")
+        }
+
         @Test func chunkedBodyIsReassembled() async throws {
             let server = try makeServer()
             defer { server.stop() }

@@ -3,8 +3,8 @@ import HTTPServer
 
 /// The application the live tests run: it echoes what it received in
 /// headers and body, refuses `/forbidden` from `head`, sleeps on `/slow`,
-/// and enforces a small body limit including the declared-size check the
-/// real application owns.
+/// answers `/inline` on the server thread, and enforces a small body limit
+/// including the declared-size check the real application owns.
 struct EchoApplication: HTTPApplication {
     var maxBodyBytes = 1024
     var slowMilliseconds = 200
@@ -16,14 +16,21 @@ struct EchoApplication: HTTPApplication {
         if let declared = request.headers["Content-Length"].flatMap({ Int($0) }), declared > maxBodyBytes {
             return .respond(.error(status: 413, code: "payload_too_large", message: "declared body too large"))
         }
-        return .readBody(maxBytes: maxBodyBytes)
+        if request.path == "/inline" {
+            return .readBody(maxBytes: maxBodyBytes, then: .inline { Self.echo($0, handler: "inline") })
+        }
+        let slow = slowMilliseconds
+        return .readBody(maxBytes: maxBodyBytes, then: .suspending { request in
+            if request.path == "/slow" {
+                try? await Task.sleep(for: .milliseconds(slow))
+            }
+            return Self.echo(request, handler: "suspending")
+        })
     }
 
-    func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        if request.path == "/slow" {
-            try? await Task.sleep(for: .milliseconds(slowMilliseconds))
-        }
-        return HTTPResponse(status: 200, headers: [
+    static func echo(_ request: HTTPRequest, handler: String) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [
+            ("X-Handler", handler),
             ("X-Method", request.method),
             ("X-Path", request.path),
             ("X-Query", request.query ?? "<none>"),

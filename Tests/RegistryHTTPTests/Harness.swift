@@ -115,7 +115,7 @@ struct Harness {
         return JWTSigner.hs256(claims: claims, secret: Self.secret)
     }
 
-    /// Sends a request through `head` then `handle`, as the server adapter does.
+    /// Sends a request through `head` then the handler it chose, as the server adapter does.
     @discardableResult
     func send(_ method: String, _ target: String, body: String? = nil, as caller: Caller = .user("alice"),
               contentType: String? = "application/json", headers extra: [(String, String)] = []) async -> Reply {
@@ -134,17 +134,23 @@ struct Harness {
         let parts = target.split(separator: "?", maxSplits: 1).map(String.init)
         let head = HTTPRequest(method: method, path: parts[0], query: parts.count > 1 ? parts[1] : nil,
                                headers: headers)
+        let handler: RequestHandler
         switch application.head(head) {
         case .respond(let response):
             return Reply(status: response.status, headers: response.headers, body: response.body)
-        case .readBody(let maxBytes):
+        case .readBody(let maxBytes, let then):
             if bytes.count > maxBytes {
                 return Reply(status: 413, headers: [], body: Array(#"{"error":{"code":"payload_too_large"}}"#.utf8))
             }
+            handler = then
         }
         var request = head
         request.body = bytes
-        let response = await application.handle(request)
+        let response: HTTPResponse
+        switch handler {
+        case .inline(let respond): response = respond(request)
+        case .suspending(let respond): response = await respond(request)
+        }
         return Reply(status: response.status, headers: response.headers, body: response.body)
     }
 

@@ -20,7 +20,7 @@ public struct Authenticator: Sendable {
         self.clock = clock
     }
 
-    public func authenticate(_ headers: HTTPHeaders, for surface: Route.Surface) -> Result<Credential, APIError> {
+    func authenticate(_ headers: HTTPHeaders, for surface: Endpoint.Surface) -> Result<Credential, APIError> {
         guard surface != .open else { return .success(.operatorKey) }
         guard let header = headers["Authorization"] else {
             return .failure(.unauthenticated("Authorization header is missing"))

@@ -5,70 +5,76 @@ import Registry
 /// `/v1/...`: a device acting on its own user's records. The user is always
 /// the JWT's `sub`; another user's `deviceId` answers as a missing device.
 extension RegistryApplication {
-    func handleDeviceAPI(_ route: Route, userId: String, _ request: HTTPRequest) async throws -> HTTPResponse {
-        switch route {
-        case .registerDevice:
-            return try await registerDevice(userId: userId, request.body)
-        case .listDevices:
-            let devices = try store.devices(userId: userId)
-            return Self.json(200, .object([("devices", .array(devices.map(Views.device)))]))
-        case .getDevice(let raw):
-            let deviceId = try FieldCheck.pathSegment(raw, field: "deviceId", check: FieldCheck.deviceId)
-            guard let device = try store.device(userId: userId, deviceId: deviceId) else {
-                throw APIError.recordNotFound("device")
-            }
-            return Self.json(200, .object([("device", Views.device(device))]))
-        case .signOut(let raw):
-            let deviceId = try FieldCheck.pathSegment(raw, field: "deviceId", check: FieldCheck.deviceId)
-            let query = try QueryParameters(request.query)
-            let sequence = try query.single("sequence").map(FieldCheck.sequence)
-            try await store.signOut(userId: userId, deviceId: deviceId, sequence: sequence)
-            return Self.noContent
-        case .registerPushToStart:
-            let fields = try BodyFields(body: request.body)
-            let registration = PushToStartRegistration(
-                userId: userId,
-                deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
-                token: try FieldCheck.apnsToken(fields.requiredString("token")),
-                environment: try fields.optionalEnum("environment", APNsEnvironment.self),
-                sequence: try fields.optionalSequence())
-            let device = try await store.registerPushToStartToken(registration)
-            return Self.json(200, .object([("device", Views.device(device))]))
-        case .removePushToStart(let raw):
-            let deviceId = try FieldCheck.pathSegment(raw, field: "deviceId", check: FieldCheck.deviceId)
-            try await store.removePushToStartToken(userId: userId, deviceId: deviceId)
-            return Self.noContent
-        case .registerActivityToken(let raw):
-            // API.md's order: the body must be JSON before fields and parameters are judged.
-            let fields = try BodyFields(body: request.body)
-            let activityId = try FieldCheck.pathSegment(raw, field: "activityId", check: FieldCheck.activityId)
-            let registration = ActivityTokenRegistration(
-                activityId: activityId, userId: userId,
-                deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
-                token: try FieldCheck.apnsToken(fields.requiredString("token")),
-                environment: try fields.optionalEnum("environment", APNsEnvironment.self),
-                sequence: try fields.optionalSequence())
-            let token = try await store.registerActivityToken(registration)
-            return Self.json(200, .object([
-                ("activityId", .string(token.activityId)), ("deviceId", .string(token.deviceId)),
-                ("lastSeenAt", .string(RFC3339.format(token.lastSeenAt))),
-            ]))
-        case .removeActivityToken(let raw):
-            let activityId = try FieldCheck.pathSegment(raw, field: "activityId", check: FieldCheck.activityId)
-            let query = try QueryParameters(request.query)
-            guard let deviceId = try query.single("deviceId") else {
-                throw APIError.invalidField("deviceId", "query parameter is required")
-            }
-            try await store.removeActivityToken(activityId: activityId, userId: userId,
-                                                deviceId: try FieldCheck.deviceId(deviceId))
-            return Self.noContent
-        default:
-            throw APIError.notFound
-        }
+    func listDevices(_ call: Call) throws -> HTTPResponse {
+        let devices = try store.devices(userId: call.userId)
+        return Self.json(200, .object([("devices", .array(devices.map(Views.device)))]))
     }
 
-    private func registerDevice(userId: String, _ body: [UInt8]) async throws -> HTTPResponse {
-        let fields = try BodyFields(body: body)
+    func getDevice(_ call: Call) throws -> HTTPResponse {
+        let deviceId = try call.parameter(FieldCheck.deviceId)
+        guard let device = try store.device(userId: call.userId, deviceId: deviceId) else {
+            throw APIError.recordNotFound("device")
+        }
+        return Self.json(200, .object([("device", Views.device(device))]))
+    }
+
+    func signOut(_ call: Call) async throws -> HTTPResponse {
+        let deviceId = try call.parameter(FieldCheck.deviceId)
+        let query = try QueryParameters(call.request.query)
+        let sequence = try query.single("sequence").map(FieldCheck.sequence)
+        try await store.signOut(userId: call.userId, deviceId: deviceId, sequence: sequence)
+        return Self.noContent
+    }
+
+    func registerPushToStart(_ call: Call) async throws -> HTTPResponse {
+        let fields = try BodyFields(body: call.request.body)
+        let registration = PushToStartRegistration(
+            userId: call.userId,
+            deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
+            token: try FieldCheck.apnsToken(fields.requiredString("token")),
+            environment: try fields.optionalEnum("environment", APNsEnvironment.self),
+            sequence: try fields.optionalSequence())
+        let device = try await store.registerPushToStartToken(registration)
+        return Self.json(200, .object([("device", Views.device(device))]))
+    }
+
+    func removePushToStart(_ call: Call) async throws -> HTTPResponse {
+        let deviceId = try call.parameter(FieldCheck.deviceId)
+        try await store.removePushToStartToken(userId: call.userId, deviceId: deviceId)
+        return Self.noContent
+    }
+
+    func registerActivityToken(_ call: Call) async throws -> HTTPResponse {
+        // API.md's order: the body must be JSON before fields and parameters are judged.
+        let fields = try BodyFields(body: call.request.body)
+        let activityId = try call.parameter(FieldCheck.activityId)
+        let registration = ActivityTokenRegistration(
+            activityId: activityId, userId: call.userId,
+            deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
+            token: try FieldCheck.apnsToken(fields.requiredString("token")),
+            environment: try fields.optionalEnum("environment", APNsEnvironment.self),
+            sequence: try fields.optionalSequence())
+        let token = try await store.registerActivityToken(registration)
+        return Self.json(200, .object([
+            ("activityId", .string(token.activityId)), ("deviceId", .string(token.deviceId)),
+            ("lastSeenAt", .string(RFC3339.format(token.lastSeenAt))),
+        ]))
+    }
+
+    func removeActivityToken(_ call: Call) async throws -> HTTPResponse {
+        let activityId = try call.parameter(FieldCheck.activityId)
+        let query = try QueryParameters(call.request.query)
+        guard let deviceId = try query.single("deviceId") else {
+            throw APIError.invalidField("deviceId", "query parameter is required")
+        }
+        try await store.removeActivityToken(activityId: activityId, userId: call.userId,
+                                            deviceId: try FieldCheck.deviceId(deviceId))
+        return Self.noContent
+    }
+
+    func registerDevice(_ call: Call) async throws -> HTTPResponse {
+        let userId = call.userId
+        let fields = try BodyFields(body: call.request.body)
         let deviceId = try FieldCheck.deviceId(fields.requiredString("deviceId"))
         let platform = try fields.optionalEnum("platform", Platform.self)
         let pushToken: TokenUpdate

@@ -6,38 +6,35 @@ import Registry
 /// operators. These see tokens (sender views), so none of their answers
 /// may be logged.
 extension RegistryApplication {
-    func handleInternalAPI(_ route: Route, _ request: HTTPRequest) async throws -> HTTPResponse {
-        switch route {
-        case .userDevices(let raw):
-            let userId = try FieldCheck.pathSegment(raw, field: "userId", check: FieldCheck.userId)
-            let devices = try store.devices(userId: userId)
-            return Self.json(200, .object([("devices", .array(devices.map(Views.sender)))]))
-        case .lookupUsers:
-            return try lookupUsers(request.body)
-        case .activityTokens(let raw):
-            return try activityTokens(raw, query: request.query)
-        case .feedback:
-            return try await feedback(request.body)
-        case .sweep:
-            let fields = try BodyFields(optionalBody: request.body)
-            let counts = try await store.sweep(dryRun: try fields.optionalBool("dryRun") ?? false)
-            return Self.json(200, StatsDocument.sweep(counts))
-        case .stats:
-            return Self.json(200, StatsDocument.stats(try store.stats()))
-        case .metrics:
-            let stats = try? store.stats()
-            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                                body: Array(metrics.render(stats: stats).utf8))
-        case .healthz:
-            guard store.isHealthy else { throw APIError.unavailable("storage is unusable") }
-            return Self.json(200, .object([("status", .string("ok"))]))
-        default:
-            throw APIError.notFound
-        }
+    func userDevices(_ call: Call) throws -> HTTPResponse {
+        let userId = try call.parameter(FieldCheck.userId)
+        let devices = try store.devices(userId: userId)
+        return Self.json(200, .object([("devices", .array(devices.map(Views.sender)))]))
     }
 
-    private func lookupUsers(_ body: [UInt8]) throws -> HTTPResponse {
-        let fields = try BodyFields(body: body)
+    func sweep(_ call: Call) async throws -> HTTPResponse {
+        let fields = try BodyFields(optionalBody: call.request.body)
+        let counts = try await store.sweep(dryRun: try fields.optionalBool("dryRun") ?? false)
+        return Self.json(200, StatsDocument.sweep(counts))
+    }
+
+    func stats(_ call: Call) throws -> HTTPResponse {
+        Self.json(200, StatsDocument.stats(try store.stats()))
+    }
+
+    func prometheusMetrics(_ call: Call) throws -> HTTPResponse {
+        let stats = try? store.stats()
+        return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                            body: Array(metrics.render(stats: stats).utf8))
+    }
+
+    func healthz(_ call: Call) throws -> HTTPResponse {
+        guard store.isHealthy else { throw APIError.unavailable("storage is unusable") }
+        return Self.json(200, .object([("status", .string("ok"))]))
+    }
+
+    func lookupUsers(_ call: Call) throws -> HTTPResponse {
+        let fields = try BodyFields(body: call.request.body)
         guard let value = fields.object["userIds"], value != .null else {
             throw APIError.invalidField("userIds", "is required")
         }
@@ -59,9 +56,9 @@ extension RegistryApplication {
         return Self.json(200, .object([("users", .object(members))]))
     }
 
-    private func activityTokens(_ raw: String, query: String?) throws -> HTTPResponse {
-        let activityId = try FieldCheck.pathSegment(raw, field: "activityId", check: FieldCheck.activityId)
-        let parameters = try QueryParameters(query)
+    func activityTokens(_ call: Call) throws -> HTTPResponse {
+        let activityId = try call.parameter(FieldCheck.activityId)
+        let parameters = try QueryParameters(call.request.query)
         var limit = configuration.defaultPageLimit
         if let text = try parameters.single("limit") {
             guard let n = UInt64(decimalDigits: text), n >= 1, n <= UInt64(configuration.maxPageLimit) else {
@@ -78,8 +75,8 @@ extension RegistryApplication {
         ]))
     }
 
-    private func feedback(_ body: [UInt8]) async throws -> HTTPResponse {
-        let fields = try BodyFields(body: body)
+    func feedback(_ call: Call) async throws -> HTTPResponse {
+        let fields = try BodyFields(body: call.request.body)
         let token = try fields.requiredString("token")
         if case .failure(let problem) = Identifier.normalizeFCMToken(token) {
             throw APIError.invalidField("token", problem.message)

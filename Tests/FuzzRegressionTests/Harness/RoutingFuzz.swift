@@ -18,8 +18,9 @@ enum RoutingFuzz {
         let (path, query) = HTTPRequest.splitTarget(target)
         check.expect(!path.contains("?"), "the path keeps a '?': \(target)")
         for method in methods {
-            guard case .success(let route) = Router.match(method: method, path: path) else { continue }
-            guard let (raw, field, rule) = parameter(of: route) else { continue }
+            guard case .success(let match) = Router.match(method: method, path: path),
+                  let raw = match.rawParameter, let field = match.endpoint.parameterName,
+                  let rule = rules[field] else { continue }
             check.expect(!raw.contains("/"), "a path parameter holds a raw '/': \(path)")
             let decoded = PercentDecoding.decode(raw)
             check.expect(decoded == referenceDecode(raw).flatMap { String(validating: $0, as: UTF8.self) },
@@ -40,19 +41,12 @@ enum RoutingFuzz {
         return check.violations
     }
 
-    /// The route's raw path parameter, its field name and the check its handler applies.
-    static func parameter(of route: Route) -> (String, String, (String, String) throws(APIError) -> String)? {
-        switch route {
-        case .getDevice(let raw), .signOut(let raw), .removePushToStart(let raw):
-            (raw, "deviceId", { (v: String, f: String) throws(APIError) -> String in try FieldCheck.deviceId(v, field: f) })
-        case .registerActivityToken(let raw), .removeActivityToken(let raw), .activityTokens(let raw):
-            (raw, "activityId", { (v: String, f: String) throws(APIError) -> String in try FieldCheck.activityId(v, field: f) })
-        case .userDevices(let raw):
-            (raw, "userId", { (v: String, f: String) throws(APIError) -> String in try FieldCheck.userId(v, field: f) })
-        default:
-            nil
-        }
-    }
+    /// The check each path parameter's handler applies, by template field name.
+    static let rules: [String: @Sendable (String, String) throws(APIError) -> String] = [
+        "deviceId": { (v: String, f: String) throws(APIError) -> String in try FieldCheck.deviceId(v, field: f) },
+        "activityId": { (v: String, f: String) throws(APIError) -> String in try FieldCheck.activityId(v, field: f) },
+        "userId": { (v: String, f: String) throws(APIError) -> String in try FieldCheck.userId(v, field: f) },
+    ]
 
     /// RFC 3986 §2.1 by the book: `%` and two hex digits is one byte, a `%`
     /// otherwise is an error; everything else is itself.

@@ -1,0 +1,33 @@
+/// Every endpoint of API.md, one row each: label (method and path
+/// template), surface, whether it takes a JSON body, and its handler.
+///
+/// Rows are tried in order, so a literal segment must come before a
+/// parameter in the same position (`POST /v1/devices/push-to-start-token`
+/// before `GET /v1/devices/{deviceId}`): then a device named
+/// `push-to-start-token` is still readable with GET.
+enum RouteTable {
+    static let endpoints: [Endpoint] = [
+        // The device API (API.md "Device API").
+        Endpoint("POST /v1/devices", .device, json: true, .write { try await $0.registerDevice($1) }),
+        Endpoint("GET /v1/devices", .device, .read { try $0.listDevices($1) }),
+        Endpoint("POST /v1/devices/push-to-start-token", .device, json: true,
+                 .write { try await $0.registerPushToStart($1) }),
+        Endpoint("GET /v1/devices/{deviceId}", .device, .read { try $0.getDevice($1) }),
+        Endpoint("DELETE /v1/devices/{deviceId}", .device, .write { try await $0.signOut($1) }),
+        Endpoint("DELETE /v1/devices/{deviceId}/push-to-start-token", .device,
+                 .write { try await $0.removePushToStart($1) }),
+        Endpoint("POST /v1/activities/{activityId}/activity-token", .device, json: true,
+                 .write { try await $0.registerActivityToken($1) }),
+        Endpoint("DELETE /v1/activities/{activityId}/activity-token", .device,
+                 .write { try await $0.removeActivityToken($1) }),
+        // The internal API (API.md "Internal API").
+        Endpoint("GET /internal/v1/users/{userId}/devices", .internal, .read { try $0.userDevices($1) }),
+        Endpoint("POST /internal/v1/users/lookup", .internal, json: true, .read { try $0.lookupUsers($1) }),
+        Endpoint("GET /internal/v1/activities/{activityId}/tokens", .internal, .read { try $0.activityTokens($1) }),
+        Endpoint("POST /internal/v1/feedback", .internal, json: true, .write { try await $0.feedback($1) }),
+        Endpoint("POST /internal/v1/sweep", .internal, json: true, .write { try await $0.sweep($1) }),
+        Endpoint("GET /internal/v1/stats", .internal, .read { try $0.stats($1) }),
+        Endpoint("GET /metrics", .internal, .read { try $0.prometheusMetrics($1) }),
+        Endpoint("GET /healthz", .open, .read { try $0.healthz($1) }),
+    ]
+}
