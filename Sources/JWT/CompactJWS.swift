@@ -20,7 +20,7 @@ struct CompactJWS {
         guard bytes.count <= maximumLength else { return .failure(.malformed) }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(.malformed) }
-        guard let headerBytes = Base64URL.decode(Array(parts[0])),
+        guard let headerBytes = JOSEBase64URL.decode(Array(parts[0])),
               let header = JSONValue.parse(headerBytes)?.objectValue else { return .failure(.malformed) }
         guard let algorithmName = header["alg"]?.stringValue else { return .failure(.malformed) }
         guard let algorithm = JWSAlgorithm(rawValue: algorithmName) else { return .failure(.unsupportedAlgorithm) }
@@ -31,9 +31,9 @@ struct CompactJWS {
             keyId = text
         }
         if let typ = header["typ"], typ.stringValue == nil { return .failure(.malformed) }
-        guard let payload = Base64URL.decode(Array(parts[1])),
+        guard let payload = JOSEBase64URL.decode(Array(parts[1])),
               let claims = JSONValue.parse(payload)?.objectValue,
-              let signature = Base64URL.decode(Array(parts[2])) else { return .failure(.malformed) }
+              let signature = JOSEBase64URL.decode(Array(parts[2])) else { return .failure(.malformed) }
         let signingInput = Array(bytes[..<parts[1].endIndex])
         return .success(CompactJWS(signingInput: signingInput, algorithm: algorithm, keyId: keyId,
                                    claims: claims, signature: signature))

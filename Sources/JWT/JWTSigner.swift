@@ -1,3 +1,5 @@
+import Codecs
+
 /// Signs tokens, for `registryd mint-token` and for tests. Only HS256: the
 /// server never holds an RSA or EC private key.
 public enum JWTSigner {
