@@ -5,10 +5,10 @@ import PackageDescription
 ///
 /// Dependencies point one way:
 /// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`;
-/// `JSON` (strict parser and escaping writer) is shared by the HTTP layers;
-/// `Codecs` (strict base64url, hex, constant-time compare) by `Registry`,
-/// `JWT` and `RegistryHTTP`. Neither depends on anything, so each codec has
-/// one implementation.
+/// `JSON` (strict parser and escaping writer) is shared by the HTTP layers
+/// and `JWT`; `Codecs` (strict base64url, hex, constant-time compare) by
+/// `Registry`, `JWT` and `RegistryHTTP`. Neither depends on anything, so
+/// each format has one implementation.
 /// `RegistryClient` is the app-side library: Foundation only, no dependency
 /// on the server's targets, so an app adds it alone.
 /// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "Registry", dependencies: ["LMDB", "Codecs"]),
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON"]),
-        .target(name: "JWT", dependencies: ["COpenSSL", "Codecs"]),
+        .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
         .target(name: "RegistryClient"),
@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB", "Codecs"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "JWTTests", dependencies: ["JWT", "Codecs"]),
+        .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient"]),
         // Replays tools/fuzz's seeds and kept findings through the same harnesses (Harness/).

@@ -1,3 +1,5 @@
+import JSON
+
 /// One usable key of a JWKS: its `kid`, the one algorithm its type allows,
 /// and the material that algorithm needs.
 ///

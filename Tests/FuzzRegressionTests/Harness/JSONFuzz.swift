@@ -1,16 +1,25 @@
 @testable import JSON
 
-/// Fuzz target `json`: the strict request-body parser.
+/// Fuzz target `json`: the strict parser, as request bodies read it and
+/// with repeated members refused (as JWT reads it).
 ///
 /// Properties: parsing never traps (every failure is a `JSONParseError`);
-/// whatever parses, written back with `JSONWriter` and parsed again, is the
-/// same document (strings, member names, nesting, integers; numbers with a
-/// fraction or exponent are written as strings by `normalized`, since the
-/// writer emits integers only).
+/// refusing repeated members only ever refuses, never reads a document
+/// differently; whatever parses, written back with `JSONWriter` and parsed
+/// again, is the same document (strings, member names, nesting, integers;
+/// numbers with a fraction or exponent are written as strings by
+/// `normalized`, since the writer emits integers only).
 enum JSONFuzz {
     static func run(_ bytes: [UInt8]) -> [String] {
         var check = FuzzCheck()
-        guard let value = try? JSONParser.parse(bytes) else { return [] }
+        let strict = try? JSONParser.parse(bytes, duplicateMembers: .reject)
+        guard let value = try? JSONParser.parse(bytes) else {
+            check.expect(strict == nil, "parses only when repeated members are refused: \(String(decoding: bytes, as: UTF8.self))")
+            return check.violations
+        }
+        if let strict {
+            check.expect(strict == value, "refusing repeated members changed the document: \(String(decoding: bytes, as: UTF8.self))")
+        }
         let written = JSONWriter.encode(writerValue(value))
         do {
             let reparsed = try JSONParser.parse(written)

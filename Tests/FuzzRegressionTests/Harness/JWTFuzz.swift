@@ -1,10 +1,11 @@
 import Codecs
 @testable import JWT
 
-/// Fuzz target `jwt`: compact-serialization parsing, the JWT module's own
-/// JSON parser, JWKS parsing, base64url (strict, and JWT's padded reading), and verification with an HS256
-/// secret and an RS256 / ES256 / oct JWKS (with and without `kid`, with and
-/// without `iss`/`aud` rules).
+/// Fuzz target `jwt`: compact-serialization parsing, JSON as JWT reads it
+/// (`JOSEJSON`: repeated members refused, its own depth limit), NumericDate
+/// and claim checks, JWKS parsing, base64url (strict, and JWT's reading with
+/// padding), and verification with an HS256 secret and an RS256 / ES256 /
+/// oct JWKS (with and without `kid`, with and without `iss`/`aud` rules).
 ///
 /// Properties: nothing traps; a token verifies only when its signed part
 /// (`header.payload`) is one this file's keys signed (`signedTokens`), so a
@@ -60,7 +61,7 @@ enum JWTFuzz {
             check.expect(false, "a verifier without keys accepts: \(token)")
         }
         _ = CompactJWS.parse(token)
-        if let value = JSONValue.parse(bytes) {
+        if let value = JOSEJSON.parse(bytes) {
             _ = value.numericDate
             if let claims = value.objectValue {
                 _ = ClaimCheck(issuer: "i", audience: "a", leewaySeconds: 60).check(claims, now: now)
