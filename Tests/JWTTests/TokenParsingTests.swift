@@ -103,7 +103,9 @@ import Testing
         #expect(JOSEJSON.parse(Array("{\"a\":1,\"b\":2,\"a\":1}".utf8)) == nil)
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         #expect(JOSEJSON.parse(Array(deep.utf8)) == nil)
-        func nested(_ levels: Int) -> [UInt8] { Array((String(repeating: "[", count: levels) + String(repeating: "]", count: levels)).utf8) }
+        func nested(_ levels: Int) -> [UInt8] {
+            Array((String(repeating: "[", count: levels) + String(repeating: "]", count: levels)).utf8)
+        }
         #expect(JOSEJSON.parse(nested(32)) != nil)
         #expect(JOSEJSON.parse(nested(33)) == nil)
     }

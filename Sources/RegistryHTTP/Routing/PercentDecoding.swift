@@ -10,7 +10,8 @@ enum PercentDecoding {
         var bytes = text.utf8.makeIterator()
         while let b = bytes.next() {
             guard b == UInt8(ascii: "%") else { out.append(b); continue }
-            guard let hi = bytes.next().flatMap(Hex.digitValue), let lo = bytes.next().flatMap(Hex.digitValue) else { return nil }
+            guard let hi = bytes.next().flatMap(Hex.digitValue),
+                  let lo = bytes.next().flatMap(Hex.digitValue) else { return nil }
             out.append(hi << 4 | lo)
         }
         return String(validating: out, as: UTF8.self)
