@@ -5,7 +5,10 @@ import PackageDescription
 ///
 /// Dependencies point one way:
 /// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`;
-/// `JSON` (strict parser and escaping writer) is shared by the HTTP layers.
+/// `JSON` (strict parser and escaping writer) is shared by the HTTP layers
+/// and `JWT`; `Codecs` (strict base64url, hex, constant-time compare) by
+/// `Registry`, `JWT` and `RegistryHTTP`. Neither depends on anything, so
+/// each format has one implementation.
 /// `RegistryClient` is the app-side library: Foundation only, no dependency
 /// on the server's targets, so an app adds it alone.
 /// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
@@ -27,24 +30,26 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
 
         .target(name: "LMDB", dependencies: ["CLMDB"]),
-        .target(name: "Registry", dependencies: ["LMDB"]),
+        .target(name: "Codecs"),
+        .target(name: "Registry", dependencies: ["LMDB", "Codecs"]),
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON"]),
-        .target(name: "JWT", dependencies: ["COpenSSL"]),
-        .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON"]),
+        .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
+        .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
         .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB"], path: "Sources/registry-bench"),
 
+        .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
-        .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB"]),
+        .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB", "Codecs"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "JWTTests", dependencies: ["JWT"]),
+        .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient"]),
         // Replays tools/fuzz's seeds and kept findings through the same harnesses (Harness/).
-        .testTarget(name: "FuzzRegressionTests", dependencies: ["JSON", "JWT", "Registry", "HTTPServer", "RegistryHTTP"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["Codecs", "JSON", "JWT", "Registry", "HTTPServer", "RegistryHTTP"]),
     ],
     swiftLanguageModes: [.v6]
 )

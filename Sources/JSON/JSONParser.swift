@@ -1,20 +1,38 @@
-/// A strict RFC 8259 parser for request bodies.
+/// A strict RFC 8259 parser: request bodies, export lines, and JWT's
+/// headers, claim sets and JWKS.
 ///
 /// Why not `JSONSerialization`: it reads numbers through `Double` (so
-/// `sequence` 2^64−1 would round) and its depth and error behaviour differ
-/// across Foundation versions. This parser bounds nesting depth, rejects
-/// invalid UTF-8, lone surrogates and trailing garbage, and never traps on
-/// input: every failure is a `JSONParseError`.
+/// `sequence` 2^64−1 would round), bridges `true` and `1` to one `NSNumber`,
+/// and its depth and error behaviour differ across Foundation versions. This
+/// parser bounds nesting depth, rejects invalid UTF-8, lone surrogates and
+/// trailing garbage, and never traps on input: every failure is a
+/// `JSONParseError`.
 public struct JSONParser {
-    /// Deeper documents are rejected; no request of the API nests beyond 3.
+    /// The default depth limit; no request of the API nests beyond 3.
     public static let maxDepth = 32
 
+    /// What a document whose object repeats a member name means.
+    public enum DuplicateMembers: Sendable {
+        /// The last value wins, as most parsers do: how request bodies and
+        /// export lines are read.
+        case keepLast
+        /// The document is refused: for security decisions such as a JWT's
+        /// `alg` or `exp`, where two parsers picking different values of one
+        /// member would let a token mean one thing here and another elsewhere.
+        case reject
+    }
+
     private let bytes: [UInt8]
+    private let duplicateMembers: DuplicateMembers
+    private let depthLimit: Int
     private var index = 0
 
-    /// Parses a complete document.
-    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: bytes)
+    /// Parses a complete document. The top-level value is at depth 0 and
+    /// each enclosing array or object adds one; a value deeper than
+    /// `maxDepth` is refused (so `maxDepth + 1` nested arrays still parse).
+    public static func parse(_ bytes: [UInt8], duplicateMembers: DuplicateMembers = .keepLast,
+                             maxDepth: Int = JSONParser.maxDepth) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes, duplicateMembers: duplicateMembers, depthLimit: maxDepth)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -22,7 +40,11 @@ public struct JSONParser {
         return value
     }
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    private init(bytes: [UInt8], duplicateMembers: DuplicateMembers, depthLimit: Int) {
+        self.bytes = bytes
+        self.duplicateMembers = duplicateMembers
+        self.depthLimit = depthLimit
+    }
 
     private func error(_ message: String) -> JSONParseError {
         JSONParseError(message: "\(message) at byte \(index)")
@@ -33,7 +55,7 @@ public struct JSONParser {
     }
 
     private mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
-        guard depth <= Self.maxDepth else { throw error("nesting deeper than \(Self.maxDepth)") }
+        guard depth <= depthLimit else { throw error("nesting deeper than \(depthLimit)") }
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject(depth: depth)
@@ -64,6 +86,7 @@ public struct JSONParser {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
             let name = try parseString()
+            if duplicateMembers == .reject, object[name] != nil { throw error("repeated member name") }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1

@@ -1,7 +1,7 @@
 /// A parsed JSON value. Numbers keep their source text so integers up to
 /// 2^64−1 (`sequence`) and epoch milliseconds are read exactly, never through
-/// a `Double`. Objects keep member order; a repeated member name keeps the
-/// last value, as most parsers do.
+/// a `Double`. A repeated member name keeps the last value or refuses the
+/// document, as the parser's `DuplicateMembers` says.
 public indirect enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)

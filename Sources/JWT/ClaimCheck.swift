@@ -1,3 +1,5 @@
+import JSON
+
 /// The registered-claim rules (RFC 7519 §4.1) applied to a token whose
 /// signature is already verified.
 ///
@@ -16,7 +18,7 @@ struct ClaimCheck {
     let audience: String?
     let leewaySeconds: Int64
 
-    func check(_ claims: [String: JSONValue], now: Int64) -> Result<Outcome, JWTError> {
+    func check(_ claims: JSONObject, now: Int64) -> Result<Outcome, JWTError> {
         guard let expiryValue = claims["exp"] else { return .failure(.missingExpiry) }
         guard let expiresAt = expiryValue.numericDate else { return .failure(.malformed) }
         var notBefore: Int64?

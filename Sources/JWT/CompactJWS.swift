@@ -1,3 +1,5 @@
+import JSON
+
 /// A token split into its JWS Compact Serialization parts (RFC 7515 §7.1)
 /// and decoded, before any signature or claim is trusted.
 ///
@@ -12,7 +14,7 @@ struct CompactJWS {
     let signingInput: [UInt8]
     let algorithm: JWSAlgorithm
     let keyId: String?
-    let claims: [String: JSONValue]
+    let claims: JSONObject
     let signature: [UInt8]
 
     static func parse(_ token: String) -> Result<CompactJWS, JWTError> {
@@ -20,8 +22,8 @@ struct CompactJWS {
         guard bytes.count <= maximumLength else { return .failure(.malformed) }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(.malformed) }
-        guard let headerBytes = Base64URL.decode(Array(parts[0])),
-              let header = JSONValue.parse(headerBytes)?.objectValue else { return .failure(.malformed) }
+        guard let headerBytes = JOSEBase64URL.decode(Array(parts[0])),
+              let header = JOSEJSON.parse(headerBytes)?.objectValue else { return .failure(.malformed) }
         guard let algorithmName = header["alg"]?.stringValue else { return .failure(.malformed) }
         guard let algorithm = JWSAlgorithm(rawValue: algorithmName) else { return .failure(.unsupportedAlgorithm) }
         guard header["crit"] == nil else { return .failure(.malformed) }
@@ -31,9 +33,9 @@ struct CompactJWS {
             keyId = text
         }
         if let typ = header["typ"], typ.stringValue == nil { return .failure(.malformed) }
-        guard let payload = Base64URL.decode(Array(parts[1])),
-              let claims = JSONValue.parse(payload)?.objectValue,
-              let signature = Base64URL.decode(Array(parts[2])) else { return .failure(.malformed) }
+        guard let payload = JOSEBase64URL.decode(Array(parts[1])),
+              let claims = JOSEJSON.parse(payload)?.objectValue,
+              let signature = JOSEBase64URL.decode(Array(parts[2])) else { return .failure(.malformed) }
         let signingInput = Array(bytes[..<parts[1].endIndex])
         return .success(CompactJWS(signingInput: signingInput, algorithm: algorithm, keyId: keyId,
                                    claims: claims, signature: signature))

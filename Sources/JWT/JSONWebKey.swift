@@ -1,3 +1,5 @@
+import JSON
+
 /// One usable key of a JWKS: its `kid`, the one algorithm its type allows,
 /// and the material that algorithm needs.
 ///
@@ -34,7 +36,7 @@ struct JSONWebKey: Sendable {
         func fail(_ problem: String) -> JWKSError { JWKSError.key(index, kid: kid, problem) }
         func bytes(_ name: String) throws(JWKSError) -> [UInt8] {
             guard let member = members[name] else { throw fail("missing \"\(name)\"") }
-            guard let text = member.stringValue, let decoded = Base64URL.decode(text), !decoded.isEmpty else {
+            guard let text = member.stringValue, let decoded = JOSEBase64URL.decode(text), !decoded.isEmpty else {
                 throw fail("\"\(name)\" must be a non-empty base64url string")
             }
             return decoded

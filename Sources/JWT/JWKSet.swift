@@ -1,3 +1,5 @@
+import JSON
+
 /// The keys of a JWKS file (RFC 7517 §5), parsed and checked once at
 /// startup: each key's OpenSSL object is built here and reused for every
 /// verification.
@@ -16,7 +18,7 @@ public struct JWKSet: Sendable {
     /// member that contradicts it is a configuration error. Throws
     /// `JWKSError` with a message naming the key (index/kid) and member.
     public init(json: [UInt8]) throws(JWKSError) {
-        guard let document = JSONValue.parse(json)?.objectValue else {
+        guard let document = JOSEJSON.parse(json)?.objectValue else {
             throw JWKSError(message: "JWKS is not a JSON object")
         }
         guard case .array(let entries)? = document["keys"] else {

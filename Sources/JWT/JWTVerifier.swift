@@ -1,3 +1,5 @@
+import Codecs
+
 /// Verifies device bearer tokens: compact JWS signed with HS256, RS256 or
 /// ES256, then the registered claims.
 ///

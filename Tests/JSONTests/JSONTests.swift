@@ -48,6 +48,30 @@ import Testing
         #expect((try? JSONParser.parse(Array(ok.utf8))) != nil)
     }
 
+    @Test func repeatedMemberKeepsTheLastValueByDefault() throws {
+        let text = #"{"a": 1, "b": {"a": 2}, "a": 3}"#
+        guard case .object(let object) = try parse(text) else { Issue.record("not an object"); return }
+        #expect(object["a"] == .number("3"))
+        #expect(throws: JSONParseError.self) {
+            try JSONParser.parse(Array(text.utf8), duplicateMembers: .reject)
+        }
+        let distinct = #"{"a": 1, "b": {"a": 2}, "c": [{"a": 3}, {"a": 4}]}"#
+        #expect(try JSONParser.parse(Array(distinct.utf8), duplicateMembers: .reject) == parse(distinct))
+    }
+
+    @Test func depthLimitCountsEnclosingArraysAndObjects() {
+        func nested(_ levels: Int) -> [UInt8] {
+            Array((String(repeating: "[", count: levels) + String(repeating: "]", count: levels)).utf8)
+        }
+        #expect((try? JSONParser.parse(nested(JSONParser.maxDepth + 1))) != nil)
+        #expect((try? JSONParser.parse(nested(JSONParser.maxDepth + 2))) == nil)
+        #expect((try? JSONParser.parse(nested(3), maxDepth: 2)) != nil)
+        #expect((try? JSONParser.parse(nested(4), maxDepth: 2)) == nil)
+        #expect((try? JSONParser.parse(Array(#"{"a":{"b":1}}"#.utf8), maxDepth: 2)) != nil)
+        #expect((try? JSONParser.parse(Array(#"{"a":{"b":[]}}"#.utf8), maxDepth: 1)) == nil)
+        #expect((try? JSONParser.parse(Array("1".utf8), maxDepth: 0)) != nil)
+    }
+
     @Test func survivesRandomBytes() {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("{}[]\",:\\u0123456789eE.-+ truefalsn\u{7F}".utf8) + [0xFF, 0xC3, 0x80, 0x00]

@@ -1,4 +1,5 @@
 import COpenSSL
+import Codecs
 @testable import JWT
 
 /// A freshly generated RSA-2048 or P-256 private key for one test: it signs

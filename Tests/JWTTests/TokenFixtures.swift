@@ -1,3 +1,4 @@
+import Codecs
 @testable import JWT
 
 /// Small builders for tokens and configurations; every test makes its own.

@@ -1,3 +1,5 @@
+import Codecs
+import JSON
 import Testing
 @testable import JWT
 
@@ -68,31 +70,59 @@ import Testing
         #expect(verify(TokenFixtures.hs256Token(claims: claims)) == .failure(.malformed))
     }
 
-    @Test func base64urlRoundTripsAndRefusesStrayBits() {
+    @Test func base64urlAllowsPaddingOnlyAndRefusesStrayBits() {
         for length in 0..<10 {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 200) }
-            #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
+            let encoded = Base64URL.encode(bytes)
+            #expect(JOSEBase64URL.decode(encoded) == bytes)
+            #expect(JOSEBase64URL.decode(encoded + String(repeating: "=", count: (4 - encoded.count % 4) % 4)) == bytes)
         }
-        #expect(Base64URL.decode("QQ") == [0x41])
-        #expect(Base64URL.decode("QQ==") == [0x41])
-        #expect(Base64URL.decode("QR") == nil)
-        #expect(Base64URL.decode("Q") == nil)
-        #expect(Base64URL.decode("QQ=") == nil)
-        #expect(Base64URL.decode("QQ===") == nil)
-        #expect(Base64URL.decode("Q+8") == nil)
+        #expect(JOSEBase64URL.decode("QQ") == [0x41])
+        #expect(JOSEBase64URL.decode("QQ==") == [0x41])
+        #expect(JOSEBase64URL.decode("QUI=") == [0x41, 0x42])
+        #expect(JOSEBase64URL.decode("QR") == nil)
+        #expect(JOSEBase64URL.decode("QR==") == nil)
+        #expect(JOSEBase64URL.decode("Q") == nil)
+        #expect(JOSEBase64URL.decode("Q===") == nil)
+        #expect(JOSEBase64URL.decode("QQ=") == nil)
+        #expect(JOSEBase64URL.decode("QQ===") == nil)
+        #expect(JOSEBase64URL.decode("QUJD=") == nil)
+        #expect(JOSEBase64URL.decode("=") == nil)
+        #expect(JOSEBase64URL.decode("Q+8") == nil)
     }
 
-    @Test func jsonParserKeepsTypesApartAndLimitsDepth() {
-        #expect(JSONValue.parse(Array("{\"a\":[1,1.5,true,null,\"x\\ud83d\\ude00\"]}".utf8))
-            == .object(["a": .array([.integer(1), .number(1.5), .bool(true), .null, .string("x😀")])]))
-        #expect(JSONValue.parse(Array("\"\\ud83d\"".utf8)) == nil)
-        #expect(JSONValue.parse(Array("01".utf8)) == nil)
-        #expect(JSONValue.parse(Array("[1,]".utf8)) == nil)
-        #expect(JSONValue.parse(Array("\"a\u{01}\"".utf8)) == nil)
-        #expect(JSONValue.parse([0x22, 0xFF, 0x22]) == nil)
+    @Test func jsonKeepsTypesApartRefusesRepeatedMembersAndLimitsDepth() {
+        #expect(JOSEJSON.parse(Array("{\"a\":[1,1.5,true,null,\"x\\ud83d\\ude00\"]}".utf8))
+            == .object(JSONObject(["a": .array([.number("1"), .number("1.5"), .bool(true), .null, .string("x😀")])])))
+        #expect(JOSEJSON.parse(Array("\"\\ud83d\"".utf8)) == nil)
+        #expect(JOSEJSON.parse(Array("01".utf8)) == nil)
+        #expect(JOSEJSON.parse(Array("[1,]".utf8)) == nil)
+        #expect(JOSEJSON.parse(Array("\"a\u{01}\"".utf8)) == nil)
+        #expect(JOSEJSON.parse([0x22, 0xFF, 0x22]) == nil)
+        #expect(JOSEJSON.parse(Array("{\"a\":1,\"b\":{\"a\":2}}".utf8)) != nil)
+        #expect(JOSEJSON.parse(Array("{\"a\":1,\"b\":2,\"a\":1}".utf8)) == nil)
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
-        #expect(JSONValue.parse(Array(deep.utf8)) == nil)
-        let allowed = String(repeating: "[", count: JSONValue.maximumDepth) + String(repeating: "]", count: JSONValue.maximumDepth)
-        #expect(JSONValue.parse(Array(allowed.utf8)) != nil)
+        #expect(JOSEJSON.parse(Array(deep.utf8)) == nil)
+        func nested(_ levels: Int) -> [UInt8] {
+            Array((String(repeating: "[", count: levels) + String(repeating: "]", count: levels)).utf8)
+        }
+        #expect(JOSEJSON.parse(nested(32)) != nil)
+        #expect(JOSEJSON.parse(nested(33)) == nil)
+    }
+
+    @Test func numericDatesTruncateSaturateAndRefuseNonNumbers() {
+        func date(_ text: String) -> Int64? { JOSEJSON.parse(Array(text.utf8))?.numericDate }
+        #expect(date("1700000000") == 1_700_000_000)
+        #expect(date("-0") == 0)
+        #expect(date("1.9") == 1)
+        #expect(date("-1.5") == -2)
+        #expect(date("17e8") == 1_700_000_000)
+        #expect(date("9223372036854775807") == .max)
+        #expect(date("9223372036854775808") == .max)
+        #expect(date("-9223372036854775809") == .min)
+        #expect(date("1e999") == nil)
+        #expect(date("\"1700000000\"") == nil)
+        #expect(date("true") == nil)
+        #expect(date("null") == nil)
     }
 }

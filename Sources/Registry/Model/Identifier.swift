@@ -1,3 +1,5 @@
+import Codecs
+
 /// The identifier and token rules of API.md, in one place, used by the HTTP
 /// layer to validate input and by the store to normalise tokens.
 public enum Identifier {
@@ -61,7 +63,7 @@ public enum Identifier {
     public static func normalizeAPNsToken(_ value: String) -> Result<String, Problem> {
         let bytes = Array(value.utf8)
         if bytes.isEmpty { return .failure(.empty) }
-        for byte in bytes where !isHexDigit(byte) { return .failure(.notHex) }
+        for byte in bytes where Hex.digitValue(byte) == nil { return .failure(.notHex) }
         if bytes.count % 2 != 0 { return .failure(.oddLength) }
         if bytes.count < 32 || bytes.count > 1024 { return .failure(.badLength) }
         return .success(value.lowercased())
@@ -85,10 +87,6 @@ public enum Identifier {
         case .apns: normalizeAPNsToken(value)
         case .fcm: normalizeFCMToken(value)
         }
-    }
-
-    private static func isHexDigit(_ b: UInt8) -> Bool {
-        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66)
     }
 
     private static func isAlphanumeric(_ b: UInt8) -> Bool {

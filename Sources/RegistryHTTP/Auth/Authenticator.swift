@@ -1,3 +1,4 @@
+import Codecs
 import HTTPServer
 import JWT
 import Registry

@@ -1,3 +1,5 @@
+import Codecs
+
 /// RFC 3986 percent-decoding of one path segment or query component.
 /// `+` is kept as `+` (it is not a space outside HTML forms, and iOS's
 /// `URLComponents` does not encode it). The result must be valid UTF-8.
@@ -8,19 +10,11 @@ enum PercentDecoding {
         var bytes = text.utf8.makeIterator()
         while let b = bytes.next() {
             guard b == UInt8(ascii: "%") else { out.append(b); continue }
-            guard let hi = bytes.next().flatMap(hexValue), let lo = bytes.next().flatMap(hexValue) else { return nil }
+            guard let hi = bytes.next().flatMap(Hex.digitValue),
+                  let lo = bytes.next().flatMap(Hex.digitValue) else { return nil }
             out.append(hi << 4 | lo)
         }
         return String(validating: out, as: UTF8.self)
-    }
-
-    private static func hexValue(_ b: UInt8) -> UInt8? {
-        switch b {
-        case 0x30...0x39: b - 0x30
-        case 0x41...0x46: b - 0x41 + 10
-        case 0x61...0x66: b - 0x61 + 10
-        default: nil
-        }
     }
 }
 

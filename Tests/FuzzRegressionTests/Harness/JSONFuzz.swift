@@ -1,23 +1,32 @@
 @testable import JSON
 
-/// Fuzz target `json`: the strict request-body parser.
+/// Fuzz target `json`: the strict parser, as request bodies read it and
+/// with repeated members refused (as JWT reads it).
 ///
 /// Properties: parsing never traps (every failure is a `JSONParseError`);
-/// whatever parses, written back with `JSONWriter` and parsed again, is the
-/// same document (strings, member names, nesting, integers; numbers with a
-/// fraction or exponent are written as strings by `normalized`, since the
-/// writer emits integers only).
+/// refusing repeated members only ever refuses, never reads a document
+/// differently; whatever parses, written back with `JSONWriter` and parsed
+/// again, is the same document (strings, member names, nesting, integers;
+/// numbers with a fraction or exponent are written as strings by
+/// `normalized`, since the writer emits integers only).
 enum JSONFuzz {
     static func run(_ bytes: [UInt8]) -> [String] {
         var check = FuzzCheck()
-        guard let value = try? JSONParser.parse(bytes) else { return [] }
+        let strict = try? JSONParser.parse(bytes, duplicateMembers: .reject)
+        guard let value = try? JSONParser.parse(bytes) else {
+            check.expect(strict == nil, "parses only when repeated members are refused: \(text(bytes))")
+            return check.violations
+        }
+        if let strict {
+            check.expect(strict == value, "refusing repeated members changed the document: \(text(bytes))")
+        }
         let written = JSONWriter.encode(writerValue(value))
         do {
             let reparsed = try JSONParser.parse(written)
             check.expect(normalized(reparsed) == normalized(value),
-                         "parse → write → parse changed the document: \(String(decoding: written, as: UTF8.self))")
+                         "parse → write → parse changed the document: \(text(written))")
         } catch {
-            check.expect(false, "the writer's output does not parse (\(error.message)): \(String(decoding: written, as: UTF8.self))")
+            check.expect(false, "the writer's output does not parse (\(error.message)): \(text(written))")
         }
         return check.violations
     }
@@ -48,6 +57,8 @@ enum JSONFuzz {
         default: value
         }
     }
+
+    private static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
     private static func integer(_ text: String) -> JSONWriter.Value? {
         if let n = JSONValue.number(text).exactUInt64 { return .uint(n) }

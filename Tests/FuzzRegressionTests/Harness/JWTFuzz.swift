@@ -1,15 +1,17 @@
+import Codecs
 @testable import JWT
 
-/// Fuzz target `jwt`: compact-serialization parsing, the JWT module's own
-/// JSON parser, JWKS parsing, base64url, and verification with an HS256
-/// secret and an RS256 / ES256 / oct JWKS (with and without `kid`, with and
-/// without `iss`/`aud` rules).
+/// Fuzz target `jwt`: compact-serialization parsing, JSON as JWT reads it
+/// (`JOSEJSON`: repeated members refused, its own depth limit), NumericDate
+/// and claim checks, JWKS parsing, base64url (strict, and JWT's reading with
+/// padding), and verification with an HS256 secret and an RS256 / ES256 /
+/// oct JWKS (with and without `kid`, with and without `iss`/`aud` rules).
 ///
 /// Properties: nothing traps; a token verifies only when its signed part
 /// (`header.payload`) is one this file's keys signed (`signedTokens`), so a
 /// mutated header or payload that still verifies is a forged signature; a
-/// verifier with no keys accepts nothing; base64url has one spelling per
-/// byte string (besides padding) and round-trips.
+/// verifier with no keys accepts nothing; strict base64url has one spelling
+/// per byte string, JWT's reading none besides padding, and both round-trip.
 ///
 /// The keys are test keys made for this file (the private halves were
 /// thrown away); the tokens expire in 2096.
@@ -59,7 +61,7 @@ enum JWTFuzz {
             check.expect(false, "a verifier without keys accepts: \(token)")
         }
         _ = CompactJWS.parse(token)
-        if let value = JSONValue.parse(bytes) {
+        if let value = JOSEJSON.parse(bytes) {
             _ = value.numericDate
             if let claims = value.objectValue {
                 _ = ClaimCheck(issuer: "i", audience: "a", leewaySeconds: 60).check(claims, now: now)
@@ -68,9 +70,13 @@ enum JWTFuzz {
         _ = try? JWKSet(json: bytes)
         if let decoded = Base64URL.decode(bytes) {
             let encoded = Base64URL.encode(decoded)
+            check.expect(Array(encoded.utf8) == bytes, "strict base64url has a second spelling: \(token) → \(encoded)")
+        }
+        if let decoded = JOSEBase64URL.decode(bytes) {
+            let encoded = Base64URL.encode(decoded)
             var unpadded = bytes[...]
             while unpadded.last == UInt8(ascii: "=") { unpadded = unpadded.dropLast() }
-            check.expect(Array(encoded.utf8) == Array(unpadded), "base64url has a second spelling: \(token) → \(encoded)")
+            check.expect(Array(encoded.utf8) == Array(unpadded), "JWT's base64url has a second spelling: \(token) → \(encoded)")
         }
         check.expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes, "base64url does not round-trip \(bytes)")
         return check.violations

@@ -1,12 +1,15 @@
-/// base64url (RFC 4648 §5) as JWS and JWK use it.
+/// base64url (RFC 4648 §5) without padding: the one spelling the registry's
+/// cursors and JWT's tokens and keys use.
 ///
-/// Decoding is lenient only about padding (`=` at the end may be present or
-/// absent); any other character, a length that cannot be base64, or stray
-/// bits in the last character are refused, so each byte string has exactly
-/// one accepted spelling besides its padding.
-enum Base64URL {
+/// Decoding is strict, so each byte string has exactly one accepted text:
+/// `=` (padding) and any other character outside the alphabet, a length no
+/// encoder produces (4n + 1), and non-zero unused bits in the last character
+/// are all refused. A second spelling of the same bytes would let a signed
+/// cursor or token be altered without changing what it says.
+public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
+    /// Each byte's 6-bit value, or 0xFF for a byte outside the alphabet.
     private static let decodeTable: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
         for (value, character) in alphabet.enumerated() {
@@ -16,7 +19,7 @@ enum Base64URL {
     }()
 
     /// Encodes without padding.
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count * 4 + 2) / 3)
         var iterator = bytes.makeIterator()
@@ -32,21 +35,19 @@ enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        decode(Array(text.utf8))
+    /// The bytes `text` spells, or `nil` when it is not their one unpadded spelling.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        decode(text.utf8)
     }
 
-    static func decode(_ encoded: [UInt8]) -> [UInt8]? {
-        var characters = encoded[...]
-        while characters.last == UInt8(ascii: "=") { characters = characters.dropLast() }
-        let padding = encoded.count - characters.count
-        guard padding <= 2, characters.count % 4 != 1 else { return nil }
-        if padding > 0, (characters.count + padding) % 4 != 0 { return nil }
+    /// The bytes `encoded` spells, or `nil` when it is not their one unpadded spelling.
+    public static func decode(_ encoded: some Collection<UInt8>) -> [UInt8]? {
+        guard encoded.count % 4 != 1 else { return nil }
         var output: [UInt8] = []
-        output.reserveCapacity(characters.count * 3 / 4)
+        output.reserveCapacity(encoded.count * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
-        for character in characters {
+        for character in encoded {
             let value = decodeTable[Int(character)]
             guard value != 0xFF else { return nil }
             accumulator = accumulator << 6 | UInt32(value)

@@ -1,5 +1,5 @@
 /// Constant-time comparison of two byte strings, for secrets such as the
-/// internal API key and HMAC tags.
+/// internal API key, HMAC tags and cursor MACs.
 ///
 /// The loop always runs over the longer input and never exits early, so its
 /// time depends only on the two lengths, never on where the bytes first
