@@ -27,7 +27,7 @@ extension LiveServer {
             #expect(closed)
         }
 
-        /// Past the connection memory pool (64 KiB here) libmicrohttpd refuses
+        /// Past the connection memory pool (32 KiB here) libmicrohttpd refuses
         /// by itself; the answer is an error status, not the application's.
         @Test func headersBeyondTheMemoryPoolAreRefusedByLibmicrohttpd() async throws {
             let server = try makeServer()
