@@ -164,8 +164,20 @@ public final class RegistryApplication: HTTPApplication {
     }
 
     static func json(_ status: Int, _ value: JSONWriter.Value) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: JSONWriter.encode(value))
+        HTTPResponse(status: status, headers: jsonHeaders, body: JSONWriter.encode(value))
     }
+
+    /// A JSON response written by streaming calls into a buffer of about `capacity` bytes.
+    static func json(_ status: Int, capacity: Int, _ write: (inout JSONWriter) -> Void) -> HTTPResponse {
+        var writer = JSONWriter(capacity: capacity)
+        write(&writer)
+        return HTTPResponse(status: status, headers: jsonHeaders, body: writer.bytes)
+    }
+
+    static let jsonHeaders = [("Content-Type", "application/json")]
+
+    /// About what one device's view takes, to size response buffers.
+    static let bytesPerDevice = 512
 
     static let noContent = HTTPResponse(status: 204)
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Registry
 import Testing
 @testable import RegistryHTTP
@@ -38,5 +39,29 @@ import Testing
         for ms: Int64 in [0, 1, 999, 86_399_999, 1_700_000_000_000, 4_102_444_800_000] {
             #expect(RFC3339.parse(RFC3339.format(Timestamp(milliseconds: ms)))?.milliseconds == ms)
         }
+    }
+}
+
+@Suite struct RFC3339WriterTests {
+    /// The byte writer against Foundation's formatter, across the years it covers.
+    @Test func agreesWithFoundationOnRandomInstants() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            // 1900 to 2200: Foundation's own calendar arithmetic is exact there.
+            let ms = Int64.random(in: -2_208_988_800_000...7_258_118_400_000, using: &generator)
+            let ours = RFC3339.format(Timestamp(milliseconds: ms))
+            let date = Date(timeIntervalSince1970: Double(ms) / 1000)
+            #expect(ours == formatter.string(from: date), "\(ms)")
+            #expect(RFC3339.parse(ours) == Timestamp(milliseconds: ms))
+        }
+    }
+
+    @Test func appendsToWhatIsThere() {
+        var bytes = Array("x=".utf8)
+        RFC3339.write(Timestamp(milliseconds: 1_796_209_445_123), into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "x=2026-12-02T11:04:05.123Z")
     }
 }

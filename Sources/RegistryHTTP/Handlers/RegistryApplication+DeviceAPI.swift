@@ -7,7 +7,14 @@ import Registry
 extension RegistryApplication {
     func listDevices(_ call: Call) throws -> HTTPResponse {
         let devices = try store.devices(userId: call.userId)
-        return Self.json(200, .object([("devices", .array(devices.map(Views.device)))]))
+        return Self.json(200, capacity: 16 + devices.count * Self.bytesPerDevice) { w in
+            w.beginObject()
+            w.key("devices")
+            w.beginArray()
+            for device in devices { Views.device(device, into: &w) }
+            w.endArray()
+            w.endObject()
+        }
     }
 
     func getDevice(_ call: Call) throws -> HTTPResponse {
@@ -15,7 +22,7 @@ extension RegistryApplication {
         guard let device = try store.device(userId: call.userId, deviceId: deviceId) else {
             throw APIError.recordNotFound("device")
         }
-        return Self.json(200, .object([("device", Views.device(device))]))
+        return Self.deviceDocument(200, device)
     }
 
     func signOut(_ call: Call) async throws -> HTTPResponse {
@@ -35,7 +42,7 @@ extension RegistryApplication {
             environment: try fields.optionalEnum("environment", APNsEnvironment.self),
             sequence: try fields.optionalSequence())
         let device = try await store.registerPushToStartToken(registration)
-        return Self.json(200, .object([("device", Views.device(device))]))
+        return Self.deviceDocument(200, device)
     }
 
     func removePushToStart(_ call: Call) async throws -> HTTPResponse {
@@ -55,10 +62,13 @@ extension RegistryApplication {
             environment: try fields.optionalEnum("environment", APNsEnvironment.self),
             sequence: try fields.optionalSequence())
         let token = try await store.registerActivityToken(registration)
-        return Self.json(200, .object([
-            ("activityId", .string(token.activityId)), ("deviceId", .string(token.deviceId)),
-            ("lastSeenAt", .string(RFC3339.format(token.lastSeenAt))),
-        ]))
+        return Self.json(200, capacity: 256) { w in
+            w.beginObject()
+            w.member("activityId", token.activityId)
+            w.member("deviceId", token.deviceId)
+            w.member("lastSeenAt", token.lastSeenAt)
+            w.endObject()
+        }
     }
 
     func removeActivityToken(_ call: Call) async throws -> HTTPResponse {
@@ -97,6 +107,16 @@ extension RegistryApplication {
             appVersion: try FieldCheck.version(fields.optionalString("appVersion"), field: "appVersion"),
             sequence: try fields.optionalSequence())
         let outcome = try await store.registerDevice(registration)
-        return Self.json(outcome.created ? 201 : 200, .object([("device", Views.device(outcome.device))]))
+        return Self.deviceDocument(outcome.created ? 201 : 200, outcome.device)
+    }
+
+    /// `{"device": view}`.
+    private static func deviceDocument(_ status: Int, _ device: DeviceRecord) -> HTTPResponse {
+        json(status, capacity: bytesPerDevice) { w in
+            w.beginObject()
+            w.key("device")
+            Views.device(device, into: &w)
+            w.endObject()
+        }
     }
 }

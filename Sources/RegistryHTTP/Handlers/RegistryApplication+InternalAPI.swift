@@ -9,7 +9,14 @@ extension RegistryApplication {
     func userDevices(_ call: Call) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
         let devices = try store.devices(userId: userId)
-        return Self.json(200, .object([("devices", .array(devices.map(Views.sender)))]))
+        return Self.json(200, capacity: 16 + devices.count * Self.bytesPerDevice) { w in
+            w.beginObject()
+            w.key("devices")
+            w.beginArray()
+            for device in devices { Views.sender(device, into: &w) }
+            w.endArray()
+            w.endObject()
+        }
     }
 
     func sweep(_ call: Call) async throws -> HTTPResponse {
@@ -52,8 +59,20 @@ extension RegistryApplication {
             userIds.append(try FieldCheck.userId(id, field: "userIds[\(index)]"))
         }
         let found = try store.devices(userIds: userIds)
-        let members = found.map { ($0.userId, JSONWriter.Value.array($0.devices.map(Views.sender))) }
-        return Self.json(200, .object([("users", .object(members))]))
+        let deviceCount = found.reduce(0) { $0 + $1.devices.count }
+        return Self.json(200, capacity: 16 + found.count * 32 + deviceCount * Self.bytesPerDevice) { w in
+            w.beginObject()
+            w.key("users")
+            w.beginObject()
+            for user in found {
+                w.key(user.userId)
+                w.beginArray()
+                for device in user.devices { Views.sender(device, into: &w) }
+                w.endArray()
+            }
+            w.endObject()
+            w.endObject()
+        }
     }
 
     func activityTokens(_ call: Call) throws -> HTTPResponse {
@@ -69,10 +88,15 @@ extension RegistryApplication {
         let cursor = try parameters.single("cursor")
         if let cursor, cursor.isEmpty { throw APIError.invalidField("cursor", "must not be empty") }
         let page = try store.activityTokens(activityId: activityId, limit: limit, cursor: cursor)
-        return Self.json(200, .object([
-            ("tokens", .array(page.tokens.map(Views.activityToken))),
-            ("nextCursor", page.nextCursor.map { .string($0) } ?? .null),
-        ]))
+        return Self.json(200, capacity: 32 + page.tokens.count * 256) { w in
+            w.beginObject()
+            w.key("tokens")
+            w.beginArray()
+            for token in page.tokens { Views.activityToken(token, into: &w) }
+            w.endArray()
+            w.member("nextCursor", page.nextCursor)
+            w.endObject()
+        }
     }
 
     func feedback(_ call: Call) async throws -> HTTPResponse {

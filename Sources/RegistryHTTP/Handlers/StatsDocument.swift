@@ -16,7 +16,7 @@ public enum StatsDocument {
             ])),
             ("mapSizeBytes", .int(Int64(s.mapSizeBytes))),
             ("usedBytes", .int(Int64(s.usedBytes))),
-            ("lastSweepAt", Views.timestamp(s.lastSweepAt)),
+            ("lastSweepAt", s.lastSweepAt.map { .string(RFC3339.format($0)) } ?? .null),
         ])
     }
 

@@ -1,51 +1,68 @@
 import JSON
 import Registry
 
-/// The two ways a device is shown. The device view (device API) never
-/// carries a token; the sender view (internal API) adds them.
+/// The two ways a device is shown, written straight into the response
+/// (no intermediate values: these are the hot paths of every read). The
+/// device view (device API) never carries a token; the sender view
+/// (internal API) adds them.
 enum Views {
-    static func device(_ d: DeviceRecord) -> JSONWriter.Value {
-        .object(deviceMembers(d))
+    static func device(_ d: DeviceRecord, into w: inout JSONWriter) {
+        w.beginObject()
+        deviceMembers(d, into: &w)
+        w.endObject()
     }
 
-    static func sender(_ d: DeviceRecord) -> JSONWriter.Value {
-        var members = deviceMembers(d)
-        members.insert(("userId", .string(d.userId)), at: 0)
-        members.append(("pushToken", d.pushToken.map { .string($0.token) } ?? .null))
-        members.append(("pushToStartToken", d.pushToStartToken.map { .string($0.token) } ?? .null))
-        members.append(("pushToStartEnvironment", d.pushToStartToken.map { .string($0.environment.rawValue) } ?? .null))
-        members.append(("tokenUpdatedAt", timestamp(d.pushToken?.updatedAt)))
-        members.append(("pushToStartTokenUpdatedAt", timestamp(d.pushToStartToken?.updatedAt)))
-        return .object(members)
+    static func sender(_ d: DeviceRecord, into w: inout JSONWriter) {
+        w.beginObject()
+        w.member("userId", d.userId)
+        deviceMembers(d, into: &w)
+        w.member("pushToken", d.pushToken?.token)
+        w.member("pushToStartToken", d.pushToStartToken?.token)
+        w.member("pushToStartEnvironment", d.pushToStartToken?.environment.rawValue)
+        w.member("tokenUpdatedAt", d.pushToken?.updatedAt)
+        w.member("pushToStartTokenUpdatedAt", d.pushToStartToken?.updatedAt)
+        w.endObject()
     }
 
-    static func activityToken(_ t: ActivityToken) -> JSONWriter.Value {
-        .object([
-            ("userId", .string(t.userId)),
-            ("deviceId", .string(t.deviceId)),
-            ("token", .string(t.token)),
-            ("environment", .string(t.environment.rawValue)),
-            ("lastSeenAt", .string(RFC3339.format(t.lastSeenAt))),
-        ])
+    static func activityToken(_ t: ActivityToken, into w: inout JSONWriter) {
+        w.beginObject()
+        w.member("userId", t.userId)
+        w.member("deviceId", t.deviceId)
+        w.member("token", t.token)
+        w.member("environment", t.environment.rawValue)
+        w.member("lastSeenAt", t.lastSeenAt)
+        w.endObject()
     }
 
-    static func timestamp(_ t: Timestamp?) -> JSONWriter.Value {
-        t.map { .string(RFC3339.format($0)) } ?? .null
+    private static func deviceMembers(_ d: DeviceRecord, into w: inout JSONWriter) {
+        w.member("deviceId", d.deviceId)
+        w.member("platform", d.platform.rawValue)
+        w.member("environment", d.environment.rawValue)
+        w.member("osVersion", d.osVersion)
+        w.member("appVersion", d.appVersion)
+        w.member("hasPushToken", d.pushToken != nil)
+        w.member("hasPushToStartToken", d.pushToStartToken != nil)
+        w.member("activityCount", Int64(d.activityCount))
+        w.member("createdAt", d.createdAt)
+        w.member("lastSeenAt", d.lastSeenAt)
+        w.member("sequence", d.sequence)
+    }
+}
+
+extension JSONWriter {
+    /// A timestamp member in RFC 3339 (`RFC3339.write`).
+    mutating func member(_ name: StaticString, _ timestamp: Timestamp) {
+        key(name)
+        string(unescaped: { RFC3339.write(timestamp, into: &$0) })
     }
 
-    private static func deviceMembers(_ d: DeviceRecord) -> [(String, JSONWriter.Value)] {
-        [
-            ("deviceId", .string(d.deviceId)),
-            ("platform", .string(d.platform.rawValue)),
-            ("environment", .string(d.environment.rawValue)),
-            ("osVersion", d.osVersion.map { .string($0) } ?? .null),
-            ("appVersion", d.appVersion.map { .string($0) } ?? .null),
-            ("hasPushToken", .bool(d.pushToken != nil)),
-            ("hasPushToStartToken", .bool(d.pushToStartToken != nil)),
-            ("activityCount", .int(Int64(d.activityCount))),
-            ("createdAt", .string(RFC3339.format(d.createdAt))),
-            ("lastSeenAt", .string(RFC3339.format(d.lastSeenAt))),
-            ("sequence", d.sequence.map { .uint($0) } ?? .null),
-        ]
+    /// A timestamp member, `null` when absent.
+    mutating func member(_ name: StaticString, _ timestamp: Timestamp?) {
+        if let timestamp {
+            member(name, timestamp)
+        } else {
+            key(name)
+            null()
+        }
     }
 }

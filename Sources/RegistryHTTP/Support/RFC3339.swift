@@ -8,6 +8,15 @@ import Registry
 /// number of fractional digits (truncated to milliseconds).
 public enum RFC3339 {
     public static func format(_ timestamp: Timestamp) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        write(timestamp, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the timestamp's text to `bytes` (24 bytes for years 0–9999),
+    /// with no intermediate strings: responses write several per device.
+    public static func write(_ timestamp: Timestamp, into bytes: inout [UInt8]) {
         // Floor division that cannot overflow: any Int64 can be stored (an
         // import carries its times as sent), and `ms - 999` traps near Int64.min.
         let (quotient, remainder) = timestamp.milliseconds.quotientAndRemainder(dividingBy: 1000)
@@ -16,9 +25,36 @@ public enum RFC3339 {
         let days = totalSeconds >= 0 ? totalSeconds / 86_400 : (totalSeconds - 86_399) / 86_400
         let secondOfDay = totalSeconds - days * 86_400
         let (year, month, day) = civilDate(daysSinceEpoch: days)
-        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T"
-            + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
-            + "." + pad(millis, 3) + "Z"
+        if (0...9999).contains(year) {
+            digits(year, 4, &bytes)
+        } else {
+            bytes.append(contentsOf: pad(year, 4).utf8)
+        }
+        bytes.append(UInt8(ascii: "-"))
+        digits(month, 2, &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        digits(day, 2, &bytes)
+        bytes.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2, &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2, &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2, &bytes)
+        bytes.append(UInt8(ascii: "."))
+        digits(millis, 3, &bytes)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    /// Exactly `width` decimal digits of a value known to fit them.
+    private static func digits(_ value: Int64, _ width: Int, _ bytes: inout [UInt8]) {
+        var divisor: Int64 = 1
+        for _ in 1..<width { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
     }
 
     /// `nil` when `text` is not an RFC 3339 date-time.
@@ -71,6 +107,7 @@ public enum RFC3339 {
         return Timestamp(milliseconds: seconds * 1000 + millis)
     }
 
+    /// Years outside 0–9999 (only an import can carry them) keep the text they always had.
     private static func pad(_ value: Int64, _ width: Int) -> String {
         let s = String(value)
         return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
