@@ -7,7 +7,7 @@ import Synchronization
 @testable import RegistryHTTP
 
 /// A clock tests move by hand.
-final class TestClock: Registry.Clock {
+final class TestClock: RegistryClock {
     private let current: Mutex<Int64>
 
     init(milliseconds: Int64 = 1_796_209_445_123) { current = Mutex(milliseconds) }

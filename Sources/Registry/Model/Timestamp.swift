@@ -21,8 +21,3 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     /// millisecond of year 9999, the range RFC 3339 output can spell.
     public static let plausibleRange = Timestamp(milliseconds: 0)...Timestamp(milliseconds: 253_402_300_799_999)
 }
-
-/// The store's source of "now", injectable so tests control expiry without sleeping.
-public protocol Clock: Sendable {
-    func now() -> Timestamp
-}

@@ -26,7 +26,7 @@ public final class LMDBRegistryStore: RegistryStore {
         public var maxMapSize = 1 << 40
         /// Commands per group commit; 1 means one commit per command (for the benchmark).
         public var maxBatchSize = 1_000
-        public var clock: any Clock = SystemClock()
+        public var clock: any RegistryClock = SystemClock()
         /// Called on the writer thread after each batch (metrics).
         public var onCommit: (@Sendable (CommitBatchReport) -> Void)?
         /// Called after each bounded step of a sweep or dry run (metrics: how
