@@ -39,7 +39,7 @@ enum ServeCommand {
         let metrics = RegistryMetrics()
         let store = try settings.openStore(.creatingIfMissing, metrics: metrics)
 
-        let sweeper = Sweeper(store: store, intervalSeconds: Double(settings.sweepIntervalSeconds)) { result, seconds in
+        let sweeper = Sweeper(store: store, interval: settings.sweepInterval) { result, seconds in
             metrics.recordSweep(result, seconds: seconds)
             switch result {
             case .success(let counts):

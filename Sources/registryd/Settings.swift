@@ -25,7 +25,7 @@ struct Settings {
     var issuer: String?
     var audience: String?
     var internalAPIKeyFile: String?
-    var sweepIntervalSeconds: Int64 = 3600
+    var sweepInterval: Duration = .seconds(3600)
     var logLevel = Logger.Level.info
 
     /// The flags every data-directory command shares, and those only `serve` reads.
@@ -55,9 +55,9 @@ struct Settings {
         internalAPIKeyFile = try Self.nonEmpty(arguments, "internal-api-key-file")
         issuer = try Self.nonEmpty(arguments, "jwt-issuer")
         audience = try Self.nonEmpty(arguments, "jwt-audience")
-        store.deviceTTLSeconds = try Self.duration(arguments, "device-ttl") ?? store.deviceTTLSeconds
-        store.activityTTLSeconds = try Self.duration(arguments, "activity-ttl") ?? store.activityTTLSeconds
-        sweepIntervalSeconds = try Self.duration(arguments, "sweep-interval") ?? sweepIntervalSeconds
+        store.deviceTTL = try Self.duration(arguments, "device-ttl") ?? store.deviceTTL
+        store.activityTTL = try Self.duration(arguments, "activity-ttl") ?? store.activityTTL
+        sweepInterval = try Self.duration(arguments, "sweep-interval") ?? sweepInterval
         if let (value, source) = arguments.value("max-devices-per-user") {
             guard let n = ValueParsing.positiveInt(value, max: 10_000) else {
                 throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 10000")
@@ -94,8 +94,8 @@ struct Settings {
             }
             server.perIPConnectionLimit = n
         }
-        if let seconds = try Self.duration(arguments, "header-timeout") { server.headerTimeout = .seconds(seconds) }
-        if let seconds = try Self.duration(arguments, "body-timeout") { server.bodyTimeout = .seconds(seconds) }
+        server.headerTimeout = try Self.duration(arguments, "header-timeout") ?? server.headerTimeout
+        server.bodyTimeout = try Self.duration(arguments, "body-timeout") ?? server.bodyTimeout
     }
 
     var secretsDirectory: String { dataDirectory + "/secrets" }
@@ -106,11 +106,11 @@ struct Settings {
         return value
     }
 
-    private static func duration(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> Int64? {
+    private static func duration(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> Duration? {
         guard let (value, source) = arguments.value(flag) else { return nil }
-        guard let seconds = ValueParsing.duration(value) else {
+        guard let duration = ValueParsing.duration(value) else {
             throw Arguments.Failure(description: "\(source) \(ValueParsing.durationRule), got '\(value)'")
         }
-        return seconds
+        return duration
     }
 }

@@ -15,6 +15,13 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         Timestamp(milliseconds: milliseconds &+ seconds &* 1000)
     }
 
+    /// `duration` earlier, to the millisecond: a TTL's cutoff. Wraps rather
+    /// than traps, like `adding(seconds:)`.
+    public func subtracting(_ duration: Duration) -> Timestamp {
+        let (seconds, attoseconds) = duration.components
+        return Timestamp(milliseconds: milliseconds &- (seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000))
+    }
+
     public var description: String { "\(milliseconds)ms" }
 
     /// What a stored or imported time may be: from the epoch to the last
