@@ -27,14 +27,14 @@ struct ConnectionDeadlines: Sendable {
     init(configuration: HTTPServerConfiguration) {
         head = Self.milliseconds(configuration.headerTimeout)
         body = Self.milliseconds(configuration.bodyTimeout)
-        keepAlive = head == 0 ? 0 : head + Int64(max(0, configuration.idleTimeoutSeconds)) * 1000
+        keepAlive = head == 0 ? 0 : head + Int64(configuration.connectionTimeoutSeconds) * 1000
     }
 
     /// How often the reaper looks: a tenth of the shorter deadline, between
     /// 20 and 250 ms, so a connection is cut at most that late.
-    var scanInterval: Int64 {
+    var scanInterval: Duration {
         let shortest: Int64 = [head, body].filter { $0 > 0 }.min() ?? 1000
-        return Swift.min(250, Swift.max(20, shortest / 10))
+        return .milliseconds(Swift.min(250, Swift.max(20, shortest / 10)))
     }
 
     /// STARTED: the head is due from the accept.

@@ -16,19 +16,18 @@ import Synchronization
 /// still this connection's.
 ///
 /// The table is touched twice per connection (STARTED, CLOSED), never per
-/// request; a scan reads one atomic per connection, every `scanInterval`
-/// milliseconds.
+/// request; a scan reads one atomic per connection, every `scanInterval`.
 final class ConnectionReaper: Sendable {
     private let table = Mutex<[TrackedConnection]>([])
-    private let interval: Int64
+    private let interval: Duration
     private let cut = Atomic<Int>(0)
     private let stopping = Mutex(false)
     private let wakeup = NSCondition()
     private let finished = DispatchSemaphore(value: 0)
     private let started = Mutex(false)
 
-    init(scanIntervalMilliseconds: Int64) {
-        interval = max(1, scanIntervalMilliseconds)
+    init(scanInterval: Duration) {
+        interval = max(.milliseconds(1), scanInterval)
     }
 
     /// Connections cut at a deadline since start.
@@ -105,7 +104,7 @@ final class ConnectionReaper: Sendable {
 
     /// Sleeps one interval; `false` when stopped meanwhile.
     private func waitInterval() -> Bool {
-        let deadline = Date().addingTimeInterval(Double(interval) / 1000)
+        let deadline = Date().addingTimeInterval(interval / .seconds(1))
         wakeup.lock()
         defer { wakeup.unlock() }
         while !stopping.withLock({ $0 }) {

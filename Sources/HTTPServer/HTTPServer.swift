@@ -75,7 +75,7 @@ public final class HTTPServer: Sendable {
                                     UInt32(clamping: configuration.threads),
                                     UInt32(clamping: connectionLimit),
                                     UInt32(clamping: configuration.perIPConnectionLimit),
-                                    UInt32(clamping: configuration.idleTimeoutSeconds),
+                                    configuration.connectionTimeoutSeconds,
                                     configuration.connectionMemoryLimit)
             }
             guard let started else {
@@ -110,9 +110,9 @@ public final class HTTPServer: Sendable {
     /// Requests begun and not yet reported complete; `stop` drains this to zero.
     var liveRequests: Int { core.liveRequests.load(ordering: .relaxed) }
 
-    /// Graceful stop: stop accepting (MHD_quiesce_daemon), let in-flight requests finish (bounded wait,
-    /// `drainTimeoutSeconds`),
-    /// close idle keep-alive connections, stop the daemon. Idempotent.
+    /// Graceful stop: stop accepting (MHD_quiesce_daemon), let in-flight
+    /// requests finish (bounded wait, `drainTimeout`), close idle keep-alive
+    /// connections, stop the daemon. Idempotent.
     ///
     /// Meanwhile a request arriving on an open connection is answered 503
     /// `unavailable` with `Retry-After` (`HTTPResponse.retryAfterSeconds`) and closed. Connections made after
@@ -131,7 +131,7 @@ public final class HTTPServer: Sendable {
         guard let daemon else { return }
         core.stopping.store(true, ordering: .releasing)
         let listener = MHD_quiesce_daemon(daemon.raw)
-        waitForLiveRequests(until: .now + .seconds(core.configuration.drainTimeoutSeconds))
+        waitForLiveRequests(until: .now + core.configuration.drainTimeout)
         core.abandonRunningHandlers()
         waitForLiveRequests(until: .now + .seconds(1))
         MHD_stop_daemon(daemon.raw)

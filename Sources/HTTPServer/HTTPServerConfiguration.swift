@@ -23,16 +23,17 @@ public struct HTTPServerConfiguration: Sendable {
     /// all threads; a connection over it is accepted and closed at once.
     public var perIPConnectionLimit: Int = 0
     /// An idle connection (a keep-alive one between requests, or a client
-    /// that stops reading its response) is closed after this many seconds
-    /// without traffic. Traffic resets it, so it does not stop a client
-    /// that trickles: `headerTimeout` and `bodyTimeout` do. A connection
-    /// whose request is being handled is exempt; 0 = no idle timeout.
-    public var idleTimeoutSeconds: Int = 30
+    /// that stops reading its response) is closed after this long without
+    /// traffic. Traffic resets it, so it does not stop a client that
+    /// trickles: `headerTimeout` and `bodyTimeout` do. A connection whose
+    /// request is being handled is exempt; zero = no idle timeout.
+    /// libmicrohttpd counts whole seconds, so a fraction rounds up.
+    public var idleTimeout: Duration = .seconds(30)
     /// The request line and headers must be complete within this of the
     /// connection's accept, however steadily the bytes come (like nginx's
     /// `client_header_timeout`); a connection that misses it is closed
     /// without an answer. On a keep-alive connection the next head is due
-    /// `idleTimeoutSeconds + headerTimeout` after the previous request ended,
+    /// `idleTimeout + headerTimeout` after the previous request ended,
     /// and within `headerTimeout` of its request line. Zero turns it off.
     public var headerTimeout: Duration = .seconds(10)
     /// A request body must be complete within this of the end of its head;
@@ -46,7 +47,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxHeaderBytes: Int = 16 * 1024
     /// How long `stop` lets in-flight requests finish before answering the
     /// ones still running 503 itself.
-    public var drainTimeoutSeconds: Double = 10
+    public var drainTimeout: Duration = .seconds(10)
 
     public init() {}
 
@@ -55,4 +56,12 @@ public struct HTTPServerConfiguration: Sendable {
     /// larger: libmicrohttpd zeroes the whole pool between requests on a
     /// connection, which at 64 KiB was a tenth of a health check's CPU.
     var connectionMemoryLimit: Int { max(32 * 1024, maxHeaderBytes * 2) }
+
+    /// libmicrohttpd's connection timeout, which counts whole seconds:
+    /// `idleTimeout` rounded up to a second; 0 = none.
+    var connectionTimeoutSeconds: UInt32 {
+        guard idleTimeout > .zero else { return 0 }
+        let (seconds, attoseconds) = idleTimeout.components
+        return UInt32(clamping: attoseconds > 0 ? seconds + 1 : seconds)
+    }
 }

@@ -26,7 +26,7 @@ final class ServerCore: Sendable {
         self.application = application
         self.configuration = configuration
         deadlines = ConnectionDeadlines(configuration: configuration)
-        reaper = ConnectionReaper(scanIntervalMilliseconds: deadlines.scanInterval)
+        reaper = ConnectionReaper(scanInterval: deadlines.scanInterval)
     }
 
     /// The answer to a request that arrives while the server is stopping.

@@ -9,7 +9,12 @@ enum Command {
             switch name {
             case "serve": return try ServeCommand.run(arguments)
             case "mint-token": return try MintTokenCommand.run(arguments)
-            case "stats", "sweep", "backup", "check", "export", "import": return try OperatorCommand.run(name, arguments)
+            case "stats": return try StatsCommand.run(arguments)
+            case "sweep": return try SweepCommand.run(arguments)
+            case "backup": return try BackupCommand.run(arguments)
+            case "check": return try CheckCommand.run(arguments)
+            case "export": return try ExportCommand.run(arguments)
+            case "import": return try ImportCommand.run(arguments)
             case "help":
                 print(usage)
                 return 0

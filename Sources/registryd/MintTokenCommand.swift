@@ -16,12 +16,12 @@ enum MintTokenCommand {
         if let problem = Identifier.checkUserId(user) {
             throw Arguments.Failure(description: "\(source) \(problem.message)")
         }
-        var ttl: Int64 = 3600
+        var ttl: Duration = .seconds(3600)
         if let (value, source) = arguments.value("ttl") {
-            guard let seconds = ValueParsing.duration(value) else {
+            guard let duration = ValueParsing.duration(value) else {
                 throw Arguments.Failure(description: "\(source) \(ValueParsing.durationRule), got '\(value)'")
             }
-            ttl = seconds
+            ttl = duration
         }
         let keys = try AuthKeys.configured(settings)
         let secret: [UInt8]
@@ -35,7 +35,7 @@ enum MintTokenCommand {
             secret = try Secrets.loadOrGenerate(directory: settings.secretsDirectory, name: Secrets.generatedHS256Name).bytes
         }
         let now = Int64(Date().timeIntervalSince1970)
-        var claims: [String: JWTClaimValue] = ["sub": .string(user), "iat": .int(now), "exp": .int(now + ttl)]
+        var claims: [String: JWTClaimValue] = ["sub": .string(user), "iat": .int(now), "exp": .int(now + ttl.components.seconds)]
         if let issuer = settings.issuer { claims["iss"] = .string(issuer) }
         if let audience = settings.audience { claims["aud"] = .string(audience) }
         print(JWTSigner.hs256(claims: claims, secret: secret))

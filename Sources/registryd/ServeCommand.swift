@@ -31,22 +31,15 @@ enum ServeCommand {
 
         // Nothing is written (secrets, the environment) before the address is known to be usable.
         do {
-            try HTTPServer.probeListen(host: settings.host, port: settings.port)
+            try HTTPServer.probeListen(host: settings.server.host, port: settings.server.port)
         } catch {
             throw Arguments.Failure(description: "--listen: \(error)")
         }
         let auth = try keys.completed(settings, logger: logger)
         let metrics = RegistryMetrics()
-        var storeConfiguration = LMDBRegistryStore.Configuration(directory: settings.storeDirectory)
-        storeConfiguration.maxDevicesPerUser = settings.maxDevicesPerUser
-        storeConfiguration.maxActivitiesPerDevice = settings.maxActivitiesPerDevice
-        storeConfiguration.deviceTTLSeconds = settings.deviceTTLSeconds
-        storeConfiguration.activityTTLSeconds = settings.activityTTLSeconds
-        storeConfiguration.onCommit = { report in metrics.recordCommit(report) }
-        storeConfiguration.onSweepBatch = { report in metrics.recordSweepStep(report) }
-        let store = try LMDBRegistryStore(configuration: storeConfiguration)
+        let store = try settings.openStore(.creatingIfMissing, metrics: metrics)
 
-        let sweeper = Sweeper(store: store, intervalSeconds: Double(settings.sweepIntervalSeconds)) { result, seconds in
+        let sweeper = Sweeper(store: store, interval: settings.sweepInterval) { result, seconds in
             metrics.recordSweep(result, seconds: seconds)
             switch result {
             case .success(let counts):
@@ -67,14 +60,7 @@ enum ServeCommand {
             authenticator: Authenticator(verifier: JWTVerifier(configuration: auth.jwt),
                                          internalAPIKey: auth.internalAPIKey, clock: SystemClock()),
             metrics: metrics, logger: logger)
-        var serverConfiguration = HTTPServerConfiguration()
-        serverConfiguration.host = settings.host
-        serverConfiguration.port = settings.port
-        serverConfiguration.connectionLimit = settings.maxConnections
-        serverConfiguration.perIPConnectionLimit = settings.maxConnectionsPerAddress
-        serverConfiguration.headerTimeout = .seconds(settings.headerTimeoutSeconds)
-        serverConfiguration.bodyTimeout = .seconds(settings.bodyTimeoutSeconds)
-        let server = HTTPServer(configuration: serverConfiguration, application: application)
+        let server = HTTPServer(configuration: settings.server, application: application)
         do {
             try server.start()
         } catch {
@@ -82,12 +68,13 @@ enum ServeCommand {
             throw Arguments.Failure(description: "--listen: \(error)")
         }
         sweeper.start()
-        if server.connectionLimit < settings.maxConnections {
-            logger.warning("connection_limit_lowered", [("configured", .int(Int64(settings.maxConnections))),
+        if server.connectionLimit < settings.server.connectionLimit {
+            logger.warning("connection_limit_lowered", [("configured", .int(Int64(settings.server.connectionLimit))),
                                                         ("inForce", .int(Int64(server.connectionLimit))),
                                                         ("reason", .string("file descriptor limit (ulimit -n -H)"))])
         }
-        let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
+        let host = settings.server.host
+        let shownHost = host.contains(":") ? "[\(host)]" : host
         logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)")),
                                   ("dataDir", .string(settings.dataDirectory)),
                                   ("maxConnections", .int(Int64(server.connectionLimit)))])

@@ -1,30 +1,32 @@
 import Foundation
+import HTTPServer
 import JWT
+import Registry
 import RegistryHTTP
 
 /// Everything `serve` and the operator subcommands are configured with,
 /// resolved and validated from flags and environment before anything is
 /// written, so a bad value stops the process naming the flag.
+///
+/// The store's and the server's settings start from their own configuration
+/// types' defaults, so a default is written down once, next to what it
+/// configures; a flag only overrides.
 struct Settings {
     var dataDirectory = "./registry-data"
-    var host = "127.0.0.1"
-    var port: UInt16 = 8080
+    /// The registry's configuration: `LMDBRegistryStore.Configuration`'s
+    /// defaults, then `--device-ttl`, `--activity-ttl`, `--max-devices-per-user`
+    /// and `--max-activities-per-device`. Opened by `openStore`.
+    var store: LMDBRegistryStore.Configuration
+    /// `serve`'s HTTP server: `HTTPServerConfiguration`'s defaults, then
+    /// `--listen` and the connection limits and deadlines.
+    var server = HTTPServerConfiguration()
     var hs256SecretFile: String?
     var jwksFile: String?
     var issuer: String?
     var audience: String?
     var internalAPIKeyFile: String?
-    var deviceTTLSeconds: Int64 = 90 * 86_400
-    var activityTTLSeconds: Int64 = 90 * 86_400
-    var sweepIntervalSeconds: Int64 = 3600
-    var maxDevicesPerUser = 20
-    var maxActivitiesPerDevice = 32
+    var sweepInterval: Duration = .seconds(3600)
     var logLevel = Logger.Level.info
-    /// Connection limits and deadlines (`serve` only); see `HTTPServerConfiguration`.
-    var maxConnections = 10_000
-    var maxConnectionsPerAddress = 0
-    var headerTimeoutSeconds: Int64 = 10
-    var bodyTimeoutSeconds: Int64 = 30
 
     /// The flags every data-directory command shares, and those only `serve` reads.
     static let storeFlags: Set<String> = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user",
@@ -41,31 +43,32 @@ struct Settings {
             guard !value.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
             dataDirectory = value
         }
+        store = LMDBRegistryStore.Configuration(directory: dataDirectory + "/lmdb")
         if let (value, source) = arguments.value("listen") {
             guard let address = ValueParsing.listenAddress(value) else {
                 throw Arguments.Failure(description: "\(source) must be HOST:PORT with an IP address or localhost, e.g. 127.0.0.1:8080 or [::1]:8080")
             }
-            (host, port) = address
+            (server.host, server.port) = address
         }
         hs256SecretFile = try Self.nonEmpty(arguments, "jwt-hs256-secret-file")
         jwksFile = try Self.nonEmpty(arguments, "jwt-jwks-file")
         internalAPIKeyFile = try Self.nonEmpty(arguments, "internal-api-key-file")
         issuer = try Self.nonEmpty(arguments, "jwt-issuer")
         audience = try Self.nonEmpty(arguments, "jwt-audience")
-        deviceTTLSeconds = try Self.duration(arguments, "device-ttl") ?? deviceTTLSeconds
-        activityTTLSeconds = try Self.duration(arguments, "activity-ttl") ?? activityTTLSeconds
-        sweepIntervalSeconds = try Self.duration(arguments, "sweep-interval") ?? sweepIntervalSeconds
+        store.deviceTTL = try Self.duration(arguments, "device-ttl") ?? store.deviceTTL
+        store.activityTTL = try Self.duration(arguments, "activity-ttl") ?? store.activityTTL
+        sweepInterval = try Self.duration(arguments, "sweep-interval") ?? sweepInterval
         if let (value, source) = arguments.value("max-devices-per-user") {
             guard let n = ValueParsing.positiveInt(value, max: 10_000) else {
                 throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 10000")
             }
-            maxDevicesPerUser = n
+            store.maxDevicesPerUser = n
         }
         if let (value, source) = arguments.value("max-activities-per-device") {
             guard let n = ValueParsing.positiveInt(value, max: 1_000) else {
                 throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 1000")
             }
-            maxActivitiesPerDevice = n
+            store.maxActivitiesPerDevice = n
         }
         try readConnectionLimits(arguments)
         if let (value, source) = arguments.value("log-level") {
@@ -83,19 +86,18 @@ struct Settings {
             guard let n = ValueParsing.positiveInt(value, max: 1_000_000) else {
                 throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 1000000")
             }
-            maxConnections = n
+            server.connectionLimit = n
         }
         if let (value, source) = arguments.value("max-connections-per-address") {
             guard let n = value == "0" ? 0 : ValueParsing.positiveInt(value, max: 1_000_000) else {
                 throw Arguments.Failure(description: "\(source) must be a whole number from 0 (off) to 1000000")
             }
-            maxConnectionsPerAddress = n
+            server.perIPConnectionLimit = n
         }
-        headerTimeoutSeconds = try Self.duration(arguments, "header-timeout") ?? headerTimeoutSeconds
-        bodyTimeoutSeconds = try Self.duration(arguments, "body-timeout") ?? bodyTimeoutSeconds
+        server.headerTimeout = try Self.duration(arguments, "header-timeout") ?? server.headerTimeout
+        server.bodyTimeout = try Self.duration(arguments, "body-timeout") ?? server.bodyTimeout
     }
 
-    var storeDirectory: String { dataDirectory + "/lmdb" }
     var secretsDirectory: String { dataDirectory + "/secrets" }
 
     private static func nonEmpty(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
@@ -104,11 +106,11 @@ struct Settings {
         return value
     }
 
-    private static func duration(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> Int64? {
+    private static func duration(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> Duration? {
         guard let (value, source) = arguments.value(flag) else { return nil }
-        guard let seconds = ValueParsing.duration(value) else {
+        guard let duration = ValueParsing.duration(value) else {
             throw Arguments.Failure(description: "\(source) \(ValueParsing.durationRule), got '\(value)'")
         }
-        return seconds
+        return duration
     }
 }

@@ -3,8 +3,8 @@ import Glibc
 /// Parsers for flag values; each failure message follows the flag's name.
 enum ValueParsing {
     /// A positive whole number with an optional unit `s`, `m`, `h` or `d`
-    /// (seconds when bare), in seconds.
-    static func duration(_ text: String) -> Int64? {
+    /// (seconds when bare), up to 100 years.
+    static func duration(_ text: String) -> Duration? {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         var digits = Substring(text)
         var multiplier: Int64 = 1
@@ -16,7 +16,7 @@ enum ValueParsing {
               let n = Int64(digits), n > 0 else { return nil }
         let (seconds, overflow) = n.multipliedReportingOverflow(by: multiplier)
         guard !overflow, seconds <= 100 * 365 * 86_400 else { return nil }
-        return seconds
+        return .seconds(seconds)
     }
 
     static let durationRule = "must be a positive whole number with an optional unit s, m, h or d"

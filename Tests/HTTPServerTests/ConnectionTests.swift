@@ -76,7 +76,7 @@ extension LiveServer {
         }
 
         @Test func idleConnectionIsClosedAfterTimeout() async throws {
-            let server = try makeServer { $0.idleTimeoutSeconds = 1 }
+            let server = try makeServer { $0.idleTimeout = .seconds(1) }
             defer { server.stop() }
             let (early, late) = try await blocking { [port = server.boundPort] in
                 let client = try RawClient(port: port)

@@ -52,7 +52,7 @@ extension LiveServer {
         @Test func idleKeepAliveFollowsTheIdleTimeout() async throws {
             let server = try makeServer {
                 $0.headerTimeout = .seconds(1)
-                $0.idleTimeoutSeconds = 2
+                $0.idleTimeout = .seconds(2)
             }
             defer { server.stop() }
             let (first, openAfterPause, second, openPastHeadDeadline, closedByIdle) = try await blocking {

@@ -81,7 +81,7 @@ extension LiveServer {
         /// A handler still running at the drain deadline is answered 503 by
         /// `stop`, which then returns instead of waiting for it.
         @Test func stopAnswersHandlersStillRunningAtDeadline() async throws {
-            let server = try makeServer(EchoApplication(slowMilliseconds: 5_000)) { $0.drainTimeoutSeconds = 0.3 }
+            let server = try makeServer(EchoApplication(slowMilliseconds: 5_000)) { $0.drainTimeout = .milliseconds(300) }
             let port = server.boundPort
             async let inFlight = blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
             try await Task.sleep(for: .milliseconds(100))

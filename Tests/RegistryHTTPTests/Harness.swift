@@ -7,7 +7,7 @@ import Synchronization
 @testable import RegistryHTTP
 
 /// A clock tests move by hand.
-final class TestClock: Registry.Clock {
+final class TestClock: RegistryClock {
     private let current: Mutex<Int64>
 
     init(milliseconds: Int64 = 1_796_209_445_123) { current = Mutex(milliseconds) }
@@ -80,16 +80,16 @@ struct Harness {
     let directory: String
 
     /// Runs `body` with a fresh harness and tears it down afterwards.
-    static func with(maxDevicesPerUser: Int = 20, deviceTTLSeconds: Int64 = 90 * 86_400,
-                     activityTTLSeconds: Int64 = 90 * 86_400,
+    static func with(maxDevicesPerUser: Int = 20, deviceTTL: Duration = .seconds(90 * 86_400),
+                     activityTTL: Duration = .seconds(90 * 86_400),
                      _ body: (Harness) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("registryhttp-\(UUID().uuidString)").path
         let clock = TestClock()
         var configuration = LMDBRegistryStore.Configuration(directory: directory)
         configuration.maxDevicesPerUser = maxDevicesPerUser
-        configuration.deviceTTLSeconds = deviceTTLSeconds
-        configuration.activityTTLSeconds = activityTTLSeconds
+        configuration.deviceTTL = deviceTTL
+        configuration.activityTTL = activityTTL
         configuration.clock = clock
         configuration.initialMapSize = 4 << 20
         let store = try LMDBRegistryStore(configuration: configuration)

@@ -127,7 +127,7 @@ import Testing
     }
 
     @Test func sweepDryRunCountsAndSweepRemoves() async throws {
-        try await Harness.with(deviceTTLSeconds: 100, activityTTLSeconds: 50) { h in
+        try await Harness.with(deviceTTL: .seconds(100), activityTTL: .seconds(50)) { h in
             await h.register("d1", #""pushToken": "\#(token(1))""#)
             await h.send("POST", "/v1/devices/push-to-start-token", body: #"{"deviceId": "d1", "token": "\#(token(2))"}"#)
             await h.send("POST", "/v1/activities/m1/activity-token", body: #"{"deviceId": "d1", "token": "\#(token(3))"}"#)

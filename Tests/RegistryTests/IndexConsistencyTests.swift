@@ -7,8 +7,8 @@ import Testing
 struct IndexConsistencyTests {
     @Test func indexesStayInStepThroughEveryKindOfWrite() async throws {
         let f = try makeStore(maxDevicesPerUser: 3) { c in
-            c.deviceTTLSeconds = 10 * 3_600
-            c.activityTTLSeconds = 2 * 3_600
+            c.deviceTTL = .seconds(10 * 3_600)
+            c.activityTTL = .seconds(2 * 3_600)
         }
         defer { f.close() }
         let s = f.store

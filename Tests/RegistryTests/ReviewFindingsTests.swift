@@ -74,7 +74,7 @@ struct ReviewFindingsTests {
     /// the sweep between two bounded batches.
     @Test func stoppingTheSweeperEndsARunningSweepBetweenBatches() async throws {
         let f = try makeStore { c in
-            c.deviceTTLSeconds = 60
+            c.deviceTTL = .seconds(60)
             c.sweepBatchSize = 5
         }
         defer { f.close() }
@@ -87,7 +87,7 @@ struct ReviewFindingsTests {
         _ = try await f.lmdb.importRecords(records)
         f.clock.advance(seconds: 120)
         let sweeps = Recorder<Result<SweepCounts, any Error>>()
-        let sweeper = Sweeper(store: f.store, intervalSeconds: 0.001) { result, _ in sweeps.record(result) }
+        let sweeper = Sweeper(store: f.store, interval: .milliseconds(1)) { result, _ in sweeps.record(result) }
         sweeper.start()
         while try f.store.stats().devices == 3_000 { try await Task.sleep(for: .milliseconds(1)) }
         let waited = await offThePool {
@@ -105,8 +105,8 @@ struct ReviewFindingsTests {
     @Test func aDryRunCountsTheSameWithTinyBatches() async throws {
         let batches = Recorder<SweepBatchReport>()
         let f = try makeStore { c in
-            c.deviceTTLSeconds = 60
-            c.activityTTLSeconds = 60
+            c.deviceTTL = .seconds(60)
+            c.activityTTL = .seconds(60)
             c.sweepBatchSize = 2
             c.onSweepBatch = { batches.record($0) }
         }

@@ -4,7 +4,7 @@ import Registry
 import Synchronization
 
 /// A clock the test moves by hand, so expiry is tested without sleeping.
-final class TestClock: Clock {
+final class TestClock: RegistryClock {
     private let milliseconds: Mutex<Int64>
 
     /// Starts at a fixed instant (2026-01-01T00:00:00Z) far from bucket edges' surprises.

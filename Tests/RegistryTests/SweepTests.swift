@@ -9,8 +9,8 @@ struct SweepTests {
     /// A store with a 10-hour device TTL and a 2-hour activity TTL.
     private func makeExpiringStore(configure: (inout LMDBRegistryStore.Configuration) -> Void = { _ in }) throws -> StoreFixture {
         try makeStore { c in
-            c.deviceTTLSeconds = 10 * Self.hour
-            c.activityTTLSeconds = 2 * Self.hour
+            c.deviceTTL = .seconds(10 * Self.hour)
+            c.activityTTL = .seconds(2 * Self.hour)
             configure(&c)
         }
     }
@@ -123,7 +123,7 @@ struct SweepTests {
         try await f.store.register("alice", "d1")
         f.clock.advance(seconds: 11 * Self.hour)
         let reports = Recorder<SweepCounts>()
-        let sweeper = Sweeper(store: f.store, intervalSeconds: 0.02) { result, _ in
+        let sweeper = Sweeper(store: f.store, interval: .milliseconds(20)) { result, _ in
             if case .success(let counts) = result { reports.record(counts) }
         }
         sweeper.start()
@@ -135,7 +135,7 @@ struct SweepTests {
         #expect(seen.first == SweepCounts(devices: 1))
         #expect(try f.store.stats().devices == 0)
 
-        let idle = Sweeper(store: f.store, intervalSeconds: 3_600) { _, _ in }
+        let idle = Sweeper(store: f.store, interval: .seconds(3_600)) { _, _ in }
         idle.start()
         let stopStarted = ContinuousClock.now
         await offThePool { idle.stop() }

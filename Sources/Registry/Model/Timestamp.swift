@@ -15,14 +15,16 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         Timestamp(milliseconds: milliseconds &+ seconds &* 1000)
     }
 
+    /// `duration` earlier, to the millisecond: a TTL's cutoff. Wraps rather
+    /// than traps, like `adding(seconds:)`.
+    public func subtracting(_ duration: Duration) -> Timestamp {
+        let (seconds, attoseconds) = duration.components
+        return Timestamp(milliseconds: milliseconds &- (seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000))
+    }
+
     public var description: String { "\(milliseconds)ms" }
 
     /// What a stored or imported time may be: from the epoch to the last
     /// millisecond of year 9999, the range RFC 3339 output can spell.
     public static let plausibleRange = Timestamp(milliseconds: 0)...Timestamp(milliseconds: 253_402_300_799_999)
-}
-
-/// The store's source of "now", injectable so tests control expiry without sleeping.
-public protocol Clock: Sendable {
-    func now() -> Timestamp
 }

@@ -99,8 +99,7 @@ extension LMDBRegistryStore {
     /// deleted.
     public func sweep(dryRun: Bool) async throws -> SweepCounts {
         try environment.checkStaleReaders()
-        let plan = SweepPlan(now: now, deviceTTLSeconds: configuration.deviceTTLSeconds,
-                             activityTTLSeconds: configuration.activityTTLSeconds,
+        let plan = SweepPlan(now: now, deviceTTL: configuration.deviceTTL, activityTTL: configuration.activityTTL,
                              batchSize: configuration.sweepBatchSize)
         let schema = self.schema
         var total = SweepCounts()

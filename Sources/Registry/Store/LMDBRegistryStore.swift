@@ -18,15 +18,17 @@ public final class LMDBRegistryStore: RegistryStore {
         /// Tombstones one user may hold: twice the device cap, so a user who
         /// signs every device out twice keeps every tombstone.
         public var maxTombstonesPerUser: Int { 2 * maxDevicesPerUser }
-        public var deviceTTLSeconds: Int64 = 90 * 86_400
-        public var activityTTLSeconds: Int64 = 90 * 86_400
+        /// A device not seen for this long is swept, and so is a tombstone this old.
+        public var deviceTTL: Duration = .seconds(90 * 86_400)
+        /// An activity token not refreshed for this long is swept.
+        public var activityTTL: Duration = .seconds(90 * 86_400)
         /// Expiry entries handled per sweep transaction, so writers are never blocked for long.
         public var sweepBatchSize = 1_000
         public var initialMapSize = 64 << 20
         public var maxMapSize = 1 << 40
         /// Commands per group commit; 1 means one commit per command (for the benchmark).
         public var maxBatchSize = 1_000
-        public var clock: any Clock = SystemClock()
+        public var clock: any RegistryClock = SystemClock()
         /// Called on the writer thread after each batch (metrics).
         public var onCommit: (@Sendable (CommitBatchReport) -> Void)?
         /// Called after each bounded step of a sweep or dry run (metrics: how

@@ -13,9 +13,9 @@ struct SweepPlan: Sendable {
     let activityCutoff: Timestamp
     let batchSize: Int
 
-    init(now: Timestamp, deviceTTLSeconds: Int64, activityTTLSeconds: Int64, batchSize: Int) {
-        deviceCutoff = now.adding(seconds: -deviceTTLSeconds)
-        activityCutoff = now.adding(seconds: -activityTTLSeconds)
+    init(now: Timestamp, deviceTTL: Duration, activityTTL: Duration, batchSize: Int) {
+        deviceCutoff = now.subtracting(deviceTTL)
+        activityCutoff = now.subtracting(activityTTL)
         self.batchSize = max(1, batchSize)
     }
 

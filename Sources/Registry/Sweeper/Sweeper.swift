@@ -10,7 +10,7 @@ import Synchronization
 /// a whole backlog) and waits for the thread.
 public final class Sweeper: Sendable {
     private let store: any RegistryStore
-    private let interval: Double
+    private let interval: Duration
     private let report: @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void
     /// Set by `stop`; the running sweep's task, cancelled by `stop`.
     private let control = Mutex<(stopping: Bool, sweep: Task<Void, Never>?)>((false, nil))
@@ -18,10 +18,11 @@ public final class Sweeper: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let started = Mutex(false)
 
-    public init(store: any RegistryStore, intervalSeconds: Double,
+    /// - Parameter interval: from the end of one sweep to the start of the next (at least a millisecond).
+    public init(store: any RegistryStore, interval: Duration,
                 report: @escaping @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void) {
         self.store = store
-        self.interval = max(0.001, intervalSeconds)
+        self.interval = max(.milliseconds(1), interval)
         self.report = report
     }
 
@@ -66,7 +67,7 @@ public final class Sweeper: Sendable {
 
     /// Sleeps one interval; `false` when stopped meanwhile.
     private func waitInterval() -> Bool {
-        let deadline = Date().addingTimeInterval(interval)
+        let deadline = Date().addingTimeInterval(interval / .seconds(1))
         wakeup.lock()
         defer { wakeup.unlock() }
         while !control.withLock({ $0.stopping }) {

@@ -13,9 +13,9 @@ import Registry
 public struct Authenticator: Sendable {
     public let verifier: JWTVerifier
     private let apiKey: [UInt8]
-    private let clock: any Clock
+    private let clock: any RegistryClock
 
-    public init(verifier: JWTVerifier, internalAPIKey: [UInt8], clock: any Clock) {
+    public init(verifier: JWTVerifier, internalAPIKey: [UInt8], clock: any RegistryClock) {
         self.verifier = verifier
         self.apiKey = internalAPIKey
         self.clock = clock
