@@ -5,7 +5,9 @@ import PackageDescription
 ///
 /// Dependencies point one way:
 /// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`;
-/// `JSON` (strict parser and escaping writer) is shared by the HTTP layers.
+/// `JSON` (strict parser and escaping writer) is shared by the HTTP layers;
+/// `Lifecycle` (`Service`, `ServiceGroup`: one start/stop shape) by
+/// `Registry`, `HTTPServer` and `registryd`.
 /// `RegistryClient` is the app-side library: Foundation only, no dependency
 /// on the server's targets, so an app adds it alone.
 /// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
@@ -27,17 +29,20 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
 
         .target(name: "LMDB", dependencies: ["CLMDB"]),
-        .target(name: "Registry", dependencies: ["LMDB"]),
+        .target(name: "Lifecycle"),
+        .target(name: "Registry", dependencies: ["LMDB", "Lifecycle"]),
         .target(name: "JSON"),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL"]),
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON"]),
-        .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
+        .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON",
+                                                            "Lifecycle"]),
         .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB"], path: "Sources/registry-bench"),
 
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT"]),
