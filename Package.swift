@@ -8,7 +8,9 @@ import PackageDescription
 /// `JSON` (strict parser and escaping writer) is shared by the HTTP layers
 /// and `JWT`; `Codecs` (strict base64url, hex, constant-time compare) by
 /// `Registry`, `JWT` and `RegistryHTTP`. Neither depends on anything, so
-/// each format has one implementation.
+/// each format has one implementation. `Lifecycle` (`Service`,
+/// `ServiceGroup`: one start/stop shape) is shared by `Registry`,
+/// `HTTPServer` and `registryd`.
 /// `RegistryClient` is the app-side library: Foundation only, no dependency
 /// on the server's targets, so an app adds it alone.
 /// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
@@ -31,18 +33,21 @@ let package = Package(
 
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "Codecs"),
-        .target(name: "Registry", dependencies: ["LMDB", "Codecs"]),
+        .target(name: "Lifecycle"),
+        .target(name: "Registry", dependencies: ["LMDB", "Codecs", "Lifecycle"]),
         .target(name: "JSON"),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"]),
-        .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
+        .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON",
+                                                            "Lifecycle"]),
         .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB"], path: "Sources/registry-bench"),
 
         .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB", "Codecs"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs"]),

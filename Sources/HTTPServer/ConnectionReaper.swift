@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Lifecycle
 import Synchronization
 
 /// The table of open connections and the thread that cuts those past their
@@ -17,7 +18,7 @@ import Synchronization
 ///
 /// The table is touched twice per connection (STARTED, CLOSED), never per
 /// request; a scan reads one atomic per connection, every `scanInterval`.
-final class ConnectionReaper: Sendable {
+final class ConnectionReaper: Service {
     private let table = Mutex<[TrackedConnection]>([])
     private let interval: Duration
     private let cut = Atomic<Int>(0)
@@ -71,6 +72,9 @@ final class ConnectionReaper: Sendable {
         }
     }
 
+    var name: String { "http-reaper" }
+
+    /// Starts the scanning thread. Idempotent.
     func start() {
         let first = started.withLock { started -> Bool in
             defer { started = true }
@@ -78,7 +82,7 @@ final class ConnectionReaper: Sendable {
         }
         guard first else { return }
         let thread = Thread { [self] in run() }
-        thread.name = "http-reaper"
+        thread.name = name
         thread.start()
     }
 

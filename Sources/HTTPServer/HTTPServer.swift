@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Glibc
+import Lifecycle
 import Synchronization
 
 /// An HTTP/1.1 server over libmicrohttpd that hands complete requests to an
@@ -28,22 +29,27 @@ import Synchronization
 /// - `Content-Length` on every response, no body for HEAD.
 /// The server's own framing errors (`RequestFraming`) and every other
 /// answer it makes are JSON `HTTPResponse.error` bodies.
-public final class HTTPServer: Sendable {
+///
+/// Its `ConnectionReaper` is its own: the reaper starts with the daemon and
+/// stops after it, since it must cut slow clients for as long as the daemon
+/// has connections (during the drain too), and a server used alone must
+/// still enforce its deadlines.
+public final class HTTPServer: Service {
     /// libmicrohttpd's daemon handle. Sendable by contract: the calls made
     /// on it (quiesce, stop, info) are documented safe from any thread, and
-    /// `lifecycle` serialises start against stop.
+    /// `phase` serialises start against stop.
     private struct Daemon: @unchecked Sendable {
         let raw: OpaquePointer
     }
 
-    private enum Lifecycle {
+    private enum Phase {
         case idle
         case running(Daemon)
         case stopped
     }
 
     private let core: ServerCore
-    private let lifecycle = Mutex<Lifecycle>(.idle)
+    private let phase = Mutex<Phase>(.idle)
     private let port = Atomic<UInt16>(0)
     private let limit = Atomic<Int>(0)
 
@@ -55,11 +61,13 @@ public final class HTTPServer: Sendable {
         stop()
     }
 
+    public var name: String { "http-server" }
+
     /// Binds and starts serving. Throws `HTTPServerError` naming the address
     /// when the host is not a literal or the address cannot be listened on.
     public func start() throws {
         let configuration = core.configuration
-        try lifecycle.withLock { phase in
+        try phase.withLock { phase in
             guard case .idle = phase else { throw HTTPServerError.alreadyStarted }
             guard let address = SocketAddress(host: configuration.host, port: configuration.port) else {
                 throw HTTPServerError.invalidHost(configuration.host)
@@ -120,7 +128,7 @@ public final class HTTPServer: Sendable {
     /// listening socket closes. Handlers still running at the deadline are
     /// answered 503 for; their tasks run on but their answers are dropped.
     public func stop() {
-        let daemon = lifecycle.withLock { phase -> Daemon? in
+        let daemon = phase.withLock { phase -> Daemon? in
             guard case .running(let daemon) = phase else {
                 phase = .stopped
                 return nil

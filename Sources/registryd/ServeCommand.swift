@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HTTPServer
 import JWT
+import Lifecycle
 import Registry
 import RegistryHTTP
 
@@ -10,11 +11,13 @@ import RegistryHTTP
 ///
 /// Order matters: every flag and key file is validated before anything is
 /// written; signals are blocked before any thread starts, so only the main
-/// thread's `sigtimedwait` sees them; shutdown stops accepting and drains
-/// requests in flight, stops the sweeper, lets the writer commit what it has
-/// and closes the environment. If a commit fails (storage unusable), the
-/// process exits 1 so its supervisor can restart it: nothing after a failed
-/// fsync is trusted.
+/// thread's `sigtimedwait` sees them. The services run as one
+/// `ServiceGroup`, so shutdown is their start order reversed: the server
+/// stops accepting and drains requests in flight (its connection reaper
+/// stops after it), the sweeper stops, and the store's writer commits what
+/// it has before the environment closes. If a commit fails (storage
+/// unusable), the process exits 1 so its supervisor can restart it: nothing
+/// after a failed fsync is trusted.
 enum ServeCommand {
     static func run(_ rawArguments: [String]) throws -> Int32 {
         let arguments = try Arguments(rawArguments, valued: Settings.serveFlags)
@@ -61,13 +64,13 @@ enum ServeCommand {
                                          internalAPIKey: auth.internalAPIKey, clock: SystemClock()),
             metrics: metrics, logger: logger)
         let server = HTTPServer(configuration: settings.server, application: application)
+        let services = ServiceGroup([store, sweeper, server])
         do {
-            try server.start()
+            try services.start()
         } catch {
-            store.shutdown()
-            throw Arguments.Failure(description: "--listen: \(error)")
+            guard case .failed(let service, let reason) = error, service == server.name else { throw error }
+            throw Arguments.Failure(description: "--listen: \(reason)")
         }
-        sweeper.start()
         if server.connectionLimit < settings.server.connectionLimit {
             logger.warning("connection_limit_lowered", [("configured", .int(Int64(settings.server.connectionLimit))),
                                                         ("inForce", .int(Int64(server.connectionLimit))),
@@ -80,9 +83,7 @@ enum ServeCommand {
                                   ("maxConnections", .int(Int64(server.connectionLimit)))])
 
         let status = waitForStop(signals, store: store, logger: logger)
-        server.stop()
-        sweeper.stop()
-        store.shutdown()
+        services.stop()
         logger.info("stopped", [("status", .int(Int64(status)))])
         return status
     }

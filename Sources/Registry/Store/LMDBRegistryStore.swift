@@ -1,4 +1,5 @@
 import Foundation
+import Lifecycle
 import LMDB
 
 /// The registry on one LMDB environment: every rule of API.md, reads in
@@ -8,7 +9,12 @@ import LMDB
 /// Limits: one writer per environment (LMDB's, across processes too);
 /// identifiers up to 128 bytes (keys stay under LMDB's 511); a user's device
 /// list is read whole (it is capped by `maxDevicesPerUser`).
-public final class LMDBRegistryStore: RegistryStore {
+///
+/// Opening the store starts its writer, so a store works on its own (the
+/// operator commands, tests). As a `Service` it belongs first in a
+/// `ServiceGroup`, so that its stop (`shutdown()`: the final commit, then
+/// closing the environment) comes after everything that writes has stopped.
+public final class LMDBRegistryStore: RegistryStore, Service {
     public struct Configuration: Sendable {
         /// The LMDB environment directory (created when missing).
         public var directory: String
@@ -61,6 +67,7 @@ public final class LMDBRegistryStore: RegistryStore {
         }
         writer = GroupCommitWriter(environment: environment, maxBatchSize: configuration.maxBatchSize,
                                    onCommit: configuration.onCommit)
+        writer.start()
     }
 
     /// Returns the cursor secret, generated on a new environment.
@@ -78,6 +85,14 @@ public final class LMDBRegistryStore: RegistryStore {
         writer.stop()
         environment.close()
     }
+
+    public var name: String { "registry-store" }
+
+    /// The writer already runs from `init`; this only makes the store a `Service`.
+    public func start() { writer.start() }
+
+    /// `shutdown()`.
+    public func stop() { shutdown() }
 
     /// A store dropped without `shutdown()` still ends its writer thread and
     /// closes the environment, so nothing is left running.

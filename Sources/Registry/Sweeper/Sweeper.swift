@@ -1,4 +1,5 @@
 import Foundation
+import Lifecycle
 import Synchronization
 
 /// The background thread that sweeps expired records every interval.
@@ -8,7 +9,7 @@ import Synchronization
 /// holds the write lock for long. `stop()` wakes it, cancels a sweep in
 /// progress (it ends between two bounded steps, so shutdown never waits for
 /// a whole backlog) and waits for the thread.
-public final class Sweeper: Sendable {
+public final class Sweeper: Service {
     private let store: any RegistryStore
     private let interval: Duration
     private let report: @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void
@@ -26,6 +27,9 @@ public final class Sweeper: Sendable {
         self.report = report
     }
 
+    public var name: String { "registry-sweeper" }
+
+    /// Starts the thread; the first sweep comes one interval later. Idempotent.
     public func start() {
         let first = started.withLock { s -> Bool in
             defer { s = true }
@@ -33,10 +37,11 @@ public final class Sweeper: Sendable {
         }
         guard first else { return }
         let thread = Thread { [self] in run() }
-        thread.name = "registry-sweeper"
+        thread.name = name
         thread.start()
     }
 
+    /// Idempotent; safe before `start`.
     public func stop() {
         let wasRunning = started.withLock { $0 }
         let first = control.withLock { c -> Bool in

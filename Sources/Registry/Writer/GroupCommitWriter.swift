@@ -1,4 +1,5 @@
 import Foundation
+import Lifecycle
 import LMDB
 import Synchronization
 
@@ -17,7 +18,10 @@ import Synchronization
 /// not grow) fails the batch, every command queued behind it and every later
 /// one with `.unavailable`: nothing commits again in this process, since
 /// nothing after a failed fsync can be trusted (PostgreSQL's fsyncgate).
-final class GroupCommitWriter: Sendable {
+///
+/// `submit` is refused until `start`, which starts the thread, and after
+/// `stop`, which commits what is queued and ends it.
+final class GroupCommitWriter: Service {
     /// One caller's command, type-erased so a batch can hold many kinds.
     private struct Command: Sendable {
         let apply: @Sendable (WriteTransaction) throws -> any Sendable
@@ -26,6 +30,7 @@ final class GroupCommitWriter: Sendable {
 
     private struct State {
         var queue: [Command] = []
+        var started = false
         var stopping = false
         var failure: RegistryError?
     }
@@ -41,8 +46,19 @@ final class GroupCommitWriter: Sendable {
         self.environment = environment
         self.maxBatchSize = max(1, maxBatchSize)
         self.onCommit = onCommit
+    }
+
+    var name: String { "registry-writer" }
+
+    /// Starts the writer thread. Idempotent; does nothing after `stop`.
+    func start() {
+        let first = state.withLock { s -> Bool in
+            defer { s.started = true }
+            return !s.started && !s.stopping
+        }
+        guard first else { return }
         let thread = Thread { [self] in run() }
-        thread.name = "registry-writer"
+        thread.name = name
         thread.start()
     }
 
@@ -59,6 +75,7 @@ final class GroupCommitWriter: Sendable {
             let refusal: RegistryError? = state.withLock { s in
                 if let failure = s.failure { return failure }
                 if s.stopping { return .unavailable(reason: "shutting down") }
+                if !s.started { return .unavailable(reason: "the writer is not started") }
                 s.queue.append(command)
                 return nil
             }
@@ -73,13 +90,14 @@ final class GroupCommitWriter: Sendable {
         return value as! T
     }
 
-    /// Stops taking commands, commits what is queued, and waits for the thread to end.
+    /// Stops taking commands, commits what is queued, and waits for the
+    /// thread to end. Idempotent; safe before `start`.
     func stop() {
-        let first = state.withLock { s -> Bool in
+        let (first, running) = state.withLock { s -> (Bool, Bool) in
             defer { s.stopping = true }
-            return !s.stopping
+            return (!s.stopping, s.started)
         }
-        guard first else { return }
+        guard first, running else { return }
         wakeup.lock()
         wakeup.signal()
         wakeup.unlock()
