@@ -28,7 +28,8 @@ public struct HTTPRequest: Sendable {
 
     /// Splits a raw request target at its first `?` into path and query.
     static func splitTarget(_ target: String) -> (path: String, query: String?) {
-        guard let mark = target.firstIndex(of: "?") else { return (target, nil) }
-        return (String(target[..<mark]), String(target[target.index(after: mark)...]))
+        let utf8 = target.utf8
+        guard let mark = utf8.firstIndex(of: UInt8(ascii: "?")) else { return (target, nil) }
+        return (String(target[..<mark]), String(target[utf8.index(after: mark)...]))
     }
 }

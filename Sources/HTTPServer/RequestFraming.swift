@@ -29,8 +29,22 @@ enum RequestFraming {
             return .reject(.error(status: 431, code: "headers_too_large",
                                   message: "request headers exceed \(maxHeaderBytes) bytes", closeConnection: true))
         }
-        let encodings = headers.values("Transfer-Encoding")
-        let lengths = headers.values("Content-Length")
+        var encodings: [String] = []
+        var lengths: [String] = []
+        for (name, value) in headers.pairs {
+            if HTTPHeaders.sameName(name, "Content-Length") {
+                lengths.append(value)
+            } else if HTTPHeaders.sameName(name, "Transfer-Encoding") {
+                encodings.append(value)
+            }
+        }
+        // The usual request: no body, or one plain Content-Length.
+        if encodings.isEmpty {
+            if lengths.isEmpty { return .accept(.none) }
+            if lengths.count == 1, isDecimal(lengths[0]), let length = Int(lengths[0]) {
+                return .accept(length > 0 ? .length(length) : .none)
+            }
+        }
         if !encodings.isEmpty && !lengths.isEmpty {
             return badRequest("both Content-Length and Transfer-Encoding are present")
         }

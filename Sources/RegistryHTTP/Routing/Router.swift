@@ -13,14 +13,40 @@ enum Router {
 
     static func match(method: String, path: String, in endpoints: [Endpoint] = RouteTable.endpoints)
         -> Result<Match, APIError> {
-        let utf8 = path.utf8
-        guard utf8.first == UInt8(ascii: "/") else { return .failure(.notFound) }
-        let segments = utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        guard !segments.contains(where: \.isEmpty) else { return .failure(.notFound) }
+        var path = path
+        return path.withUTF8 { bytes in
+            // No template has more segments than this; a longer path matches nothing.
+            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: maxSegments + 1) { bounds in
+                guard let count = split(bytes, into: bounds) else { return .failure(.notFound) }
+                return match(method: method, bytes, UnsafeMutableBufferPointer(rebasing: bounds[..<count]), endpoints)
+            }
+        }
+    }
+
+    private static let maxSegments = 8
+
+    /// The segments' byte ranges after the leading `/`; nil when the path
+    /// does not start with `/`, has an empty segment, or has too many.
+    private static func split(_ bytes: UnsafeBufferPointer<UInt8>, into bounds: UnsafeMutableBufferPointer<Range<Int>>) -> Int? {
+        guard bytes.first == UInt8(ascii: "/") else { return nil }
+        var count = 0
+        var start = 1
+        for i in 1...bytes.count where i == bytes.count || bytes[i] == UInt8(ascii: "/") {
+            guard i > start, count < bounds.count else { return nil }
+            bounds[count] = start..<i
+            count += 1
+            start = i + 1
+        }
+        return count
+    }
+
+    private static func match(method: String, _ bytes: UnsafeBufferPointer<UInt8>,
+                              _ segments: UnsafeMutableBufferPointer<Range<Int>>, _ endpoints: [Endpoint])
+        -> Result<Match, APIError> {
         let effective = method == "HEAD" ? "GET" : method
         var allowed: [String] = []
         for endpoint in endpoints {
-            guard let parameter = bind(endpoint.segments, to: segments) else { continue }
+            guard let parameter = bind(endpoint.segments, bytes, segments) else { continue }
             if endpoint.method == effective {
                 return .success(Match(endpoint: endpoint, rawParameter: parameter))
             }
@@ -32,19 +58,19 @@ enum Router {
         return .failure(.methodNotAllowed(allowed))
     }
 
-    /// Whether `segments` fit the template: `.some(parameter)` when they do
+    /// Whether the segments fit the template: `.some(parameter)` when they do
     /// (`.some(nil)` for a template without one), nil when they do not.
-    private static func bind(_ template: [Endpoint.Segment], to segments: [Substring.UTF8View]) -> String?? {
+    private static func bind(_ template: [Endpoint.Segment], _ bytes: UnsafeBufferPointer<UInt8>,
+                             _ segments: UnsafeMutableBufferPointer<Range<Int>>) -> String?? {
         guard template.count == segments.count else { return nil }
-        var parameter: String?
-        for (part, segment) in zip(template, segments) {
-            switch part {
-            case .literal(let bytes):
-                guard segment.elementsEqual(bytes) else { return nil }
-            case .parameter:
-                parameter = String(Substring(segment))
+        for (part, range) in zip(template, segments) {
+            if case .literal(let literal) = part, !bytes[range].elementsEqual(literal) { return nil }
+        }
+        for (part, range) in zip(template, segments) {
+            if case .parameter = part {
+                return .some(String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self))
             }
         }
-        return .some(parameter)
+        return .some(nil)
     }
 }
