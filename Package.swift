@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON"]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
         .target(name: "RegistryClient"),
-        .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB"], path: "Sources/registry-bench"),
+        .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB", "COpenSSL"], path: "Sources/registry-bench"),
 
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
