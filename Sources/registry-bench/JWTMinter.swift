@@ -2,9 +2,10 @@ import COpenSSL
 import Foundation
 
 /// `registry-bench mint-jwts`: device JWTs for the benchmark's users, one
-/// file per algorithm, line `i + 1` holding user `i`'s token (`sub` =
-/// `BenchDataSet.userId(i)`), plus the JWKS that makes `registryd` accept the
-/// RS256 and ES256 ones.
+/// file per algorithm, line `i + 1` holding the token of user `i * stride`
+/// (`sub` = `BenchDataSet.userId(i * stride)`), plus the JWKS that makes
+/// `registryd` accept the RS256 and ES256 ones. A stride above 1 samples a
+/// large data set evenly (the wrk scripts then address only those users).
 ///
 /// - HS256: signed with the secret file's bytes (one trailing newline
 ///   removed, as registryd reads it), no `kid`, so the server's
@@ -17,6 +18,7 @@ import Foundation
 /// process per signature would take minutes.
 struct MintOptions {
     var users = 20_000
+    var stride = 1
     var ttlSeconds = 86_400
     var hs256SecretFile: String?
     var rsaKeyFile: String?
@@ -24,7 +26,7 @@ struct MintOptions {
     var outDirectory = "."
 
     static let usage = """
-        usage: registry-bench mint-jwts --users N --out-dir DIR [--ttl SECONDS]
+        usage: registry-bench mint-jwts --users N --out-dir DIR [--stride N] [--ttl SECONDS]
                                         [--hs256-secret FILE] [--rsa-key DER] [--ec-key DER]
         """
 
@@ -34,6 +36,7 @@ struct MintOptions {
             guard let value = rest.popFirst() else { return nil }
             switch flag {
             case "--users": guard let n = Int(value), n > 0 else { return nil }; users = n
+            case "--stride": guard let n = Int(value), n > 0 else { return nil }; stride = n
             case "--ttl": guard let n = Int(value), n > 0 else { return nil }; ttlSeconds = n
             case "--hs256-secret": hs256SecretFile = value
             case "--rsa-key": rsaKeyFile = value
@@ -89,7 +92,7 @@ enum JWTMinter {
         var out = ""
         out.reserveCapacity(options.users * 400)
         for i in 0..<options.users {
-            let claims = #"{"exp":\#(expires),"sub":"\#(BenchDataSet.userId(i))"}"#
+            let claims = #"{"exp":\#(expires),"sub":"\#(BenchDataSet.userId(i * options.stride))"}"#
             let input = head + "." + base64URL(Array(claims.utf8))
             out += input + "." + base64URL(try sign(Array(input.utf8))) + "\n"
         }
