@@ -14,31 +14,34 @@ import Synchronization
 /// - device `k` (0 ≤ k < N) belongs to user `k / perUser` and has
 ///   deviceId `d<k % perUser>`; user `i` is `u` + `i` zero-padded to 8 digits;
 /// - every device has a push token, a push-to-start token and one activity
-///   token in activity `live-<k % activities>`; devices `k = i * (N / big)`
-///   (i < big) also hold a token in activity `big`;
+///   token in activity `live-<k / perActivity>` (100 devices per activity);
+///   devices `k = i * (N / big)` (i < big) also hold a token in activity `big`;
 /// - tokens are 64 hex digits: a two-digit kind prefix (`a1` push, `b2`
 ///   push-to-start, `c3` live activity, `d4` big activity), zeros, and `k`
 ///   as 16 hex digits;
 /// - `lastSeenAt` (and every token's time) lies within the last 30 days, or,
 ///   for an expired device (`k % expireEvery == 0` when `expireEvery` > 0),
-///   31–60 days beyond `expiredAgeSeconds`; `sequence` is `lastSeenAt` in ms.
+///   1–31 days beyond `expiredAgeSeconds`; it grows with `k` (device 0 seen
+///   longest ago), so expiry entries, like device keys, are written in
+///   order; `sequence` is `lastSeenAt` in ms.
 ///
 /// Speed: records go in chunks of 500 (one writer command each), submitted
 /// by `parallel` tasks at once, so one group commit (one fsync) carries up
-/// to `parallel` × 500 devices; chunks are handed out in key order, so the
-/// device, token and expiry databases fill mostly by appending.
+/// to `parallel` × 500 devices; chunks are handed out in key order, so every
+/// database but the token-owner index (keyed by SHA-256 of the token, so
+/// written at random) fills by appending.
 struct LoadOptions {
     var directory = ""
     var devices = 100_000
     var perUser = 5
-    var activities = 1_000
+    var perActivity = 100
     var bigActivityTokens = 10_000
     var expireEvery = 0
     var expiredAgeSeconds: Int64 = 90 * 86_400
-    var parallel = 32
+    var parallel = 256
 
     static let usage = """
-        usage: registry-bench load --dir DIR [--devices N] [--per-user N] [--activities N]
+        usage: registry-bench load --dir DIR [--devices N] [--per-user N] [--per-activity N]
                                    [--big-activity-tokens N] [--expire-every M] [--expired-age SECONDS] [--parallel N]
         """
 
@@ -54,7 +57,7 @@ struct LoadOptions {
             switch flag {
             case "--devices": devices = number
             case "--per-user": perUser = number
-            case "--activities": activities = number
+            case "--per-activity": perActivity = number
             case "--big-activity-tokens": bigActivityTokens = number
             case "--expire-every": expireEvery = number
             case "--expired-age": expiredAgeSeconds = Int64(number)
@@ -62,7 +65,7 @@ struct LoadOptions {
             default: return nil
             }
         }
-        guard !directory.isEmpty, devices > 0, perUser > 0, activities > 0, parallel > 0,
+        guard !directory.isEmpty, devices > 0, perUser > 0, perActivity > 0, parallel > 0,
               bigActivityTokens <= devices else { return nil }
     }
 }
@@ -71,7 +74,7 @@ struct LoadOptions {
 struct BenchDataSet: Sendable {
     let devices: Int
     let perUser: Int
-    let activities: Int
+    let perActivity: Int
     let bigActivityTokens: Int
     let bigStride: Int
     let expireEvery: Int
@@ -81,7 +84,7 @@ struct BenchDataSet: Sendable {
     init(_ options: LoadOptions, nowMilliseconds: Int64) {
         devices = options.devices
         perUser = options.perUser
-        activities = options.activities
+        perActivity = options.perActivity
         bigActivityTokens = options.bigActivityTokens
         bigStride = options.bigActivityTokens > 0 ? max(1, options.devices / options.bigActivityTokens) : 0
         expireEvery = options.expireEvery
@@ -96,9 +99,18 @@ struct BenchDataSet: Sendable {
         return "u" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
     }
 
+    /// 64 hex digits: `prefix` (two digits), zeros, `k` in hex.
     static func token(_ prefix: String, _ k: Int) -> String {
-        let hex = String(UInt64(k), radix: 16)
-        return prefix + String(repeating: "0", count: 62 - hex.count) + hex
+        var bytes = [UInt8](repeating: UInt8(ascii: "0"), count: 64)
+        for (i, byte) in prefix.utf8.prefix(2).enumerated() { bytes[i] = byte }
+        var value = UInt64(k), index = 63
+        let digits = Array("0123456789abcdef".utf8)
+        while value > 0 && index >= 2 {
+            bytes[index] = digits[Int(value & 15)]
+            value >>= 4
+            index -= 1
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     func isExpired(_ k: Int) -> Bool { expireEvery > 0 && k % expireEvery == 0 }
@@ -107,10 +119,9 @@ struct BenchDataSet: Sendable {
         bigStride > 0 && k % bigStride == 0 && k / bigStride < bigActivityTokens
     }
 
-    /// A spread of ages from a multiplicative hash of `k`: 0 to 30 days, in ms.
+    /// Ages spread evenly over 30 days, device 0 the oldest, in ms.
     private func spread(_ k: Int) -> Int64 {
-        let mixed = UInt64(truncatingIfNeeded: k &+ 1) &* 0x9E37_79B9_7F4A_7C15
-        return Int64((mixed >> 20) % UInt64(30 * 86_400_000))
+        Int64((Double(devices - k) / Double(max(1, devices))) * Double(30 * 86_400_000))
     }
 
     func lastSeen(_ k: Int) -> Timestamp {
@@ -122,7 +133,7 @@ struct BenchDataSet: Sendable {
     func record(_ k: Int) -> ExportedRecord {
         let user = Self.userId(k / perUser), deviceId = "d\(k % perUser)"
         let seen = lastSeen(k)
-        var activityTokens = [ActivityToken(activityId: "live-\(k % activities)", userId: user, deviceId: deviceId,
+        var activityTokens = [ActivityToken(activityId: "live-\(k / perActivity)", userId: user, deviceId: deviceId,
                                             token: Self.token("c3", k), environment: .production, lastSeenAt: seen)]
         if holdsBigToken(k) {
             activityTokens.append(ActivityToken(activityId: "big", userId: user, deviceId: deviceId,
