@@ -12,15 +12,16 @@
 --                with its token, 8% a new device of an existing user, 2% a token rotation
 --   reregister   POST /v1/devices, 100% re-registration (same token, new sequence)
 --   signout      DELETE /v1/devices/{id}?sequence=N, each request a different existing device
---   activity     POST /v1/activities/live-{n}/activity-token, a new update token of an existing device
+--   activity     POST /v1/activities/live-{c % 500}/activity-token, a new update token of an existing device
 --   lookup       GET /internal/v1/users/{u}/devices
 --   batch-lookup POST /internal/v1/users/lookup with $BENCH_BATCH (100) users
 --   fanout       GET /internal/v1/activities/$BENCH_ACTIVITY/tokens?limit=$BENCH_PAGE_LIMIT, every
 --                connection walking the activity page by page through nextCursor
 --
--- Device JWTs come from $BENCH_JWT_FILE (line i + 1 = user i); the internal key from $BENCH_API_KEY.
--- Each thread owns the devices with k % threads == its index, visited in a permuted order, so two
--- threads never write one device and sequences ($BENCH_SEQ_BASE + a per-thread counter) only rise
+-- Device JWTs come from $BENCH_JWT_FILE: line s + 1 is user s * $BENCH_USER_STRIDE, for s below
+-- $BENCH_SAMPLED_USERS (a large store is sampled evenly); the internal key from $BENCH_API_KEY.
+-- Each thread owns every $BENCH_THREADS-th slot (a sampled user's device), visited in a permuted
+-- order, so two threads never write one device and sequences ($BENCH_SEQ_BASE + a per-thread counter) only rise
 -- per device. Rotations go to the last device of each user (d4 with 5 per user), re-registrations
 -- to the others, so a rotated token is never re-sent as if unchanged by a later run.
 -- done() prints one line "BENCH key=value ..." that tools/bench parses.
