@@ -1,3 +1,4 @@
+-- Standalone (tools/bench uses registry.lua): wrk -s upsert.lua URL with $JWT_FILE set.
 -- wrk script: every request is a launch upsert of a new device (a new key,
 -- so each one is a real durable write), JSON body, spread over the users
 -- whose device JWTs are in the file named by $JWT_FILE (one per line), so
