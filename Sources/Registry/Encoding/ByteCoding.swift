@@ -68,7 +68,7 @@ struct ByteReader {
         guard length <= UInt64(bytes.count - index) else { throw StoredValueError(what: what, reason: "truncated string") }
         let end = index + Int(length)
         defer { index = end }
-        guard let s = String(validating: bytes[index..<end], as: UTF8.self) else {
+        guard let s = StoredText.decode(bytes[index..<end]) else {
             throw StoredValueError(what: what, reason: "invalid UTF-8")
         }
         return s

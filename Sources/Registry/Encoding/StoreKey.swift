@@ -29,7 +29,7 @@ enum StoreKey {
             guard i + 2 <= bytes.count else { return nil }
             let length = Int(bytes[i]) << 8 | Int(bytes[i + 1])
             i += 2
-            guard i + length <= bytes.count, let part = String(validating: bytes[i..<i + length], as: UTF8.self) else {
+            guard i + length <= bytes.count, let part = StoredText.decode(bytes[i..<i + length]) else {
                 return nil
             }
             parts.append(part)
