@@ -75,9 +75,12 @@ struct RecordReader {
 
     func join(_ user: String, _ deviceId: String, _ value: DeviceValue) throws -> DeviceRecord {
         let key = StoreKey.device(user, deviceId)
-        let push = try token(.push, key)
-        let start = try token(.pushToStart, key)
-        return DeviceRecord(
+        return record(user, deviceId, value, push: try token(.push, key), pushToStart: try token(.pushToStart, key))
+    }
+
+    private func record(_ user: String, _ deviceId: String, _ value: DeviceValue,
+                        push: TokenValue?, pushToStart start: TokenValue?) -> DeviceRecord {
+        DeviceRecord(
             userId: user, deviceId: deviceId, platform: value.platform, environment: value.environment,
             osVersion: value.osVersion, appVersion: value.appVersion,
             pushToken: push.map { StoredToken(token: $0.token, environment: value.environment, updatedAt: $0.updatedAt) },
@@ -106,9 +109,50 @@ struct RecordReader {
     }
 
     /// A user's devices, most recently seen first, ties by deviceId ascending.
+    ///
+    /// Three range scans over the user's keys (devices, push tokens,
+    /// push-to-start tokens), merged by key: the token databases share the
+    /// devices' (user, device) keys and order, so no per-device lookups.
     func records(of user: String) throws -> [DeviceRecord] {
-        try deviceValues(of: user)
-            .sorted { a, b in a.1.lastSeenAt != b.1.lastSeenAt ? a.1.lastSeenAt > b.1.lastSeenAt : a.0.utf8.lexicographicallyPrecedes(b.0.utf8) }
-            .map { try join(user, $0.0, $0.1) }
+        let prefix = StoreKey.user(user)
+        var devices: [(key: [UInt8], deviceId: String, value: DeviceValue)] = []
+        try txn.scan(schema.devices, prefix: prefix) { key, value in
+            guard let parts = StoreKey.decode(key), parts.count == 2 else {
+                throw StoredValueError(what: "device key", reason: "malformed")
+            }
+            devices.append((key, parts[1], try DeviceValue(decoding: value)))
+            return true
+        }
+        guard !devices.isEmpty else { return [] }
+        let push = try tokens(.push, prefix)
+        let pushToStart = try tokens(.pushToStart, prefix)
+        var nextPush = 0, nextStart = 0
+        var records: [DeviceRecord] = []
+        records.reserveCapacity(devices.count)
+        for device in devices {
+            records.append(record(user, device.deviceId, device.value,
+                                  push: Self.take(device.key, from: push, at: &nextPush),
+                                  pushToStart: Self.take(device.key, from: pushToStart, at: &nextStart)))
+        }
+        return records.sorted { a, b in
+            a.lastSeenAt != b.lastSeenAt ? a.lastSeenAt > b.lastSeenAt : a.deviceId.utf8.lexicographicallyPrecedes(b.deviceId.utf8)
+        }
+    }
+
+    /// The device-level tokens under `prefix`, in key order.
+    private func tokens(_ kind: TokenKind, _ prefix: [UInt8]) throws -> [(key: [UInt8], value: TokenValue)] {
+        var found: [(key: [UInt8], value: TokenValue)] = []
+        try txn.scan(schema.database(kind), prefix: prefix) { key, value in
+            found.append((key, try TokenValue(decoding: value)))
+            return true
+        }
+        return found
+    }
+
+    /// The token stored under `key`, advancing `index` through `tokens` (both in key order).
+    private static func take(_ key: [UInt8], from tokens: [(key: [UInt8], value: TokenValue)], at index: inout Int) -> TokenValue? {
+        while index < tokens.count, tokens[index].key.lexicographicallyPrecedes(key) { index += 1 }
+        guard index < tokens.count, tokens[index].key == key else { return nil }
+        return tokens[index].value
     }
 }
