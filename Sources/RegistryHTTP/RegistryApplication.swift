@@ -176,6 +176,18 @@ public final class RegistryApplication: HTTPApplication {
 
     static let jsonHeaders = [("Content-Type", "application/json")]
 
+    /// `{"devices": [view, …]}`, each device written by `view`.
+    static func devicesDocument(_ devices: [DeviceRecord], _ view: (DeviceRecord, inout JSONWriter) -> Void) -> HTTPResponse {
+        json(200, capacity: 16 + devices.count * bytesPerDevice) { w in
+            w.beginObject()
+            w.key("devices")
+            w.beginArray()
+            for device in devices { view(device, &w) }
+            w.endArray()
+            w.endObject()
+        }
+    }
+
     /// About what one device's view takes, to size response buffers.
     static let bytesPerDevice = 512
 

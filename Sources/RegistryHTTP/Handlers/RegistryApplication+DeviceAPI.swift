@@ -7,14 +7,7 @@ import Registry
 extension RegistryApplication {
     func listDevices(_ call: Call) throws -> HTTPResponse {
         let devices = try store.devices(userId: call.userId)
-        return Self.json(200, capacity: 16 + devices.count * Self.bytesPerDevice) { w in
-            w.beginObject()
-            w.key("devices")
-            w.beginArray()
-            for device in devices { Views.device(device, into: &w) }
-            w.endArray()
-            w.endObject()
-        }
+        return Self.devicesDocument(devices, Views.device(_:into:))
     }
 
     func getDevice(_ call: Call) throws -> HTTPResponse {

@@ -9,14 +9,7 @@ extension RegistryApplication {
     func userDevices(_ call: Call) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
         let devices = try store.devices(userId: userId)
-        return Self.json(200, capacity: 16 + devices.count * Self.bytesPerDevice) { w in
-            w.beginObject()
-            w.key("devices")
-            w.beginArray()
-            for device in devices { Views.sender(device, into: &w) }
-            w.endArray()
-            w.endObject()
-        }
+        return Self.devicesDocument(devices, Views.sender(_:into:))
     }
 
     func sweep(_ call: Call) async throws -> HTTPResponse {
