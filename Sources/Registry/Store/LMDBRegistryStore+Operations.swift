@@ -100,7 +100,7 @@ extension LMDBRegistryStore {
     public func sweep(dryRun: Bool) async throws -> SweepCounts {
         try environment.checkStaleReaders()
         let plan = SweepPlan(now: now, deviceTTL: configuration.deviceTTL, activityTTL: configuration.activityTTL,
-                             batchSize: configuration.sweepBatchSize)
+                             batchSize: configuration.sweepBatchSize, stepBudget: configuration.sweepStepBudget)
         let schema = self.schema
         var total = SweepCounts()
         var counted = Set<[UInt8]>()
@@ -120,7 +120,8 @@ extension LMDBRegistryStore {
                 } else {
                     (counts, resume) = try await writing { writer in
                         let (keys, resume) = try plan.entries(kind, writer.txn, schema, from: from)
-                        return (try plan.delete(keys, writer), resume)
+                        let (counts, stoppedAt) = try plan.delete(keys, writer)
+                        return (counts, stoppedAt ?? resume)
                     }
                 }
                 configuration.onSweepBatch?(SweepBatchReport(dryRun: dryRun, seconds: (ContinuousClock.now - began).inSeconds))

@@ -6,17 +6,21 @@ import LMDB
 /// Each step reads at most `batchSize` expiry entries from where the last
 /// one stopped, re-checks the exact time in the record (the index is keyed
 /// by hour, and a record may have been refreshed since it was read), and
-/// deletes what expired. It stops at the first bucket past the latest
-/// cutoff, so a sweep costs O(expired + one hour's entries), not O(store).
+/// deletes what expired, for at most `stepBudget`: a step is one writer
+/// command, and the writes queued behind it wait for it. It stops at the
+/// first bucket past the latest cutoff, so a sweep costs O(expired + one
+/// hour's entries), not O(store).
 struct SweepPlan: Sendable {
     let deviceCutoff: Timestamp
     let activityCutoff: Timestamp
     let batchSize: Int
+    let stepBudget: Duration
 
-    init(now: Timestamp, deviceTTL: Duration, activityTTL: Duration, batchSize: Int) {
+    init(now: Timestamp, deviceTTL: Duration, activityTTL: Duration, batchSize: Int, stepBudget: Duration) {
         deviceCutoff = now.subtracting(deviceTTL)
         activityCutoff = now.subtracting(activityTTL)
         self.batchSize = max(1, batchSize)
+        self.stepBudget = stepBudget
     }
 
     /// Devices first, so activity tokens that go with their device are not
@@ -64,10 +68,15 @@ struct SweepPlan: Sendable {
         }
     }
 
-    /// Deletes what expired among `keys`; returns the counts.
-    func delete(_ keys: [ExpiryKey], _ writer: RecordWriter) throws -> SweepCounts {
+    /// Deletes what expired among `keys`, in order, until `stepBudget` is
+    /// spent (one entry at least). Returns the counts and, when it stopped
+    /// early, the key of the first entry it left for the next step.
+    func delete(_ keys: [ExpiryKey], _ writer: RecordWriter) throws -> (SweepCounts, stoppedAt: [UInt8]?) {
         var counts = SweepCounts()
-        for entry in keys where try isExpired(entry, writer.read) {
+        let deadline = ContinuousClock.now + stepBudget
+        for (index, entry) in keys.enumerated() {
+            if index > 0, ContinuousClock.now >= deadline { return (counts, entry.bytes) }
+            guard try isExpired(entry, writer.read) else { continue }
             switch entry.kind {
             case .device:
                 guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2 else { continue }
@@ -79,7 +88,7 @@ struct SweepPlan: Sendable {
                 if try writer.deleteTombstone(entry.recordKey) { counts.tombstones += 1 }
             }
         }
-        return counts
+        return (counts, nil)
     }
 
     /// What `delete` would remove, without writing. Activity tokens that
