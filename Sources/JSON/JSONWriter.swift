@@ -213,6 +213,12 @@ public struct JSONWriter: Sendable {
             var runStart = 0
             var i = 0
             while i < utf8.count {
+                // Eight plain bytes at a time; a word that may hold one goes byte by byte.
+                if i + 8 <= utf8.count, let base = utf8.baseAddress,
+                   !Self.mayNeedEscaping(UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)) {
+                    i += 8
+                    continue
+                }
                 let b = utf8[i]
                 // Everything at or above 0x20 is itself, except `"`, `\`, DEL and the lead byte of U+2028/2029.
                 if b >= 0x20, b != 0x22, b != 0x5C, b != 0x7F, b != 0xE2 {
@@ -238,6 +244,18 @@ public struct JSONWriter: Sendable {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of the eight bytes is below 0x20, a quote, a backslash, or 0x7F and
+    /// above (DEL, and every non-ASCII byte, so U+2028/2029 are looked at).
+    /// Exact in the direction that matters: it never misses one.
+    static func mayNeedEscaping(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ v: UInt64) -> Bool { (v &- ones) & ~v & highs != 0 }
+        let control = (word &- 0x2020_2020_2020_2020) & ~word & highs
+        let highOrDEL = (word | (word &+ ones)) & highs
+        return control != 0 || highOrDEL != 0 || hasZeroByte(word ^ 0x2222_2222_2222_2222)
+            || hasZeroByte(word ^ 0x5C5C_5C5C_5C5C_5C5C)
     }
 
     private mutating func appendUnicodeEscape(_ v: UInt32) {

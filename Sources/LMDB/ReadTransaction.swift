@@ -82,9 +82,8 @@ public class ReadTransaction {
             found = try position(MDB_LAST)
         }
         while found {
-            let k = key.bytes
-            guard k.starts(with: prefix) else { return }
-            guard try visit(k, value.bytes) else { return }
+            guard key.hasPrefix(prefix) else { return }
+            guard try visit(key.bytes, value.bytes) else { return }
             found = try position(reverse ? MDB_PREV : MDB_NEXT)
         }
     }

@@ -1,4 +1,4 @@
-import JSON
+@testable import JSON
 import Testing
 
 @Suite struct JSONWriterTests {
@@ -66,5 +66,27 @@ import Testing
             }
             #expect(object[text] == .string(text))
         }
+    }
+}
+
+@Suite struct JSONWriterWordScanTests {
+    private func needsLook(_ b: UInt8) -> Bool { b < 0x20 || b == 0x22 || b == 0x5C || b >= 0x7F }
+
+    /// The eight-byte test never misses a byte the escaper must look at.
+    @Test func wordTestNeverMissesAByteThatNeedsALook() {
+        var generator = SystemRandomNumberGenerator()
+        let special: [UInt8] = [0x00, 0x1F, 0x22, 0x5C, 0x7F, 0x80, 0xE2, 0xFF]
+        for _ in 0..<20_000 {
+            var bytes = (0..<8).map { _ in UInt8.random(in: 0x20...0x7E, using: &generator) }
+            if Bool.random(using: &generator) {
+                bytes[Int.random(in: 0..<8, using: &generator)] = special.randomElement(using: &generator)!
+            }
+            let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            if bytes.contains(where: needsLook) {
+                #expect(JSONWriter.mayNeedEscaping(word), "\(bytes)")
+            }
+        }
+        let plain = Array("abcdefgh".utf8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        #expect(!JSONWriter.mayNeedEscaping(plain))
     }
 }

@@ -15,45 +15,43 @@ public enum RFC3339 {
     }
 
     /// Appends the timestamp's text to `bytes` (24 bytes for years 0–9999),
-    /// with no intermediate strings: responses write several per device.
+    /// built in a stack buffer and appended once: responses write several
+    /// per device.
     public static func write(_ timestamp: Timestamp, into bytes: inout [UInt8]) {
         // Floor division that cannot overflow: any Int64 can be stored (an
         // import carries its times as sent), and `ms - 999` traps near Int64.min.
         let (quotient, remainder) = timestamp.milliseconds.quotientAndRemainder(dividingBy: 1000)
         let totalSeconds = remainder < 0 ? quotient - 1 : quotient
-        let millis = remainder < 0 ? remainder + 1000 : remainder
+        let millis = Int(remainder < 0 ? remainder + 1000 : remainder)
         let days = totalSeconds >= 0 ? totalSeconds / 86_400 : (totalSeconds - 86_399) / 86_400
-        let secondOfDay = totalSeconds - days * 86_400
+        let secondOfDay = Int(totalSeconds - days * 86_400)
         let (year, month, day) = civilDate(daysSinceEpoch: days)
-        if (0...9999).contains(year) {
-            digits(year, 4, &bytes)
-        } else {
-            bytes.append(contentsOf: pad(year, 4).utf8)
-        }
-        bytes.append(UInt8(ascii: "-"))
-        digits(month, 2, &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        digits(day, 2, &bytes)
-        bytes.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3600, 2, &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        digits(secondOfDay / 60 % 60, 2, &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2, &bytes)
-        bytes.append(UInt8(ascii: "."))
-        digits(millis, 3, &bytes)
-        bytes.append(UInt8(ascii: "Z"))
-    }
-
-    /// Exactly `width` decimal digits of a value known to fit them.
-    private static func digits(_ value: Int64, _ width: Int, _ bytes: inout [UInt8]) {
-        var divisor: Int64 = 1
-        for _ in 1..<width { divisor *= 10 }
-        var rest = value
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
+        let fourDigitYear = (0...9999).contains(year)
+        if !fourDigitYear { bytes.append(contentsOf: pad(year, 4).utf8) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { out in
+            func two(_ value: Int, _ at: Int) {
+                out[at] = UInt8(truncatingIfNeeded: 0x30 + value / 10)
+                out[at + 1] = UInt8(truncatingIfNeeded: 0x30 + value % 10)
+            }
+            if fourDigitYear {
+                two(Int(year) / 100, 0)
+                two(Int(year) % 100, 2)
+            }
+            out[4] = UInt8(ascii: "-")
+            two(Int(month), 5)
+            out[7] = UInt8(ascii: "-")
+            two(Int(day), 8)
+            out[10] = UInt8(ascii: "T")
+            two(secondOfDay / 3600, 11)
+            out[13] = UInt8(ascii: ":")
+            two(secondOfDay / 60 % 60, 14)
+            out[16] = UInt8(ascii: ":")
+            two(secondOfDay % 60, 17)
+            out[19] = UInt8(ascii: ".")
+            out[20] = UInt8(truncatingIfNeeded: 0x30 + millis / 100)
+            two(millis % 100, 21)
+            out[23] = UInt8(ascii: "Z")
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: out[(fourDigitYear ? 0 : 4)...]))
         }
     }
 
