@@ -38,7 +38,7 @@ struct LoadOptions {
     var bigActivityTokens = 10_000
     var expireEvery = 0
     var expiredAgeSeconds: Int64 = 90 * 86_400
-    var parallel = 256
+    var parallel = 128
 
     static let usage = """
         usage: registry-bench load --dir DIR [--devices N] [--per-user N] [--per-activity N]
