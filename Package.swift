@@ -7,7 +7,7 @@ import PackageDescription
 /// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`;
 /// `JSON` (strict parser and escaping writer) is shared by the HTTP layers
 /// and `JWT`; `Codecs` (strict base64url, hex, constant-time compare) by
-/// `Registry`, `JWT` and `RegistryHTTP`. Neither depends on anything, so
+/// `Registry`, `JWT`, `RegistryHTTP` and `registryd`. Neither depends on anything, so
 /// each format has one implementation. `Lifecycle` (`Service`,
 /// `ServiceGroup`: one start/stop shape) is shared by `Registry`,
 /// `HTTPServer` and `registryd`.
@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON",
-                                                            "Lifecycle"]),
+                                                            "Lifecycle", "Codecs"]),
         .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB", "COpenSSL"], path: "Sources/registry-bench"),
 

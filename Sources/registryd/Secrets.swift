@@ -1,3 +1,4 @@
+import Codecs
 import Foundation
 import Glibc
 
@@ -55,7 +56,7 @@ enum Secrets {
                                                 attributes: [.posixPermissions: 0o700])
         var random = [UInt8](repeating: 0, count: 32)
         guard getentropy(&random, random.count) == 0 else { throw Arguments.Failure(description: "no entropy source") }
-        let text = random.map { String(format: "%02x", $0) }.joined()
+        let text = Hex.encode(random)
         let temporary = path + ".tmp-\(getpid())"
         try writeSynced(Array((text + "\n").utf8), to: temporary)
         defer { unlink(temporary) }
