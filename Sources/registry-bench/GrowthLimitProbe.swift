@@ -9,10 +9,12 @@ import Registry
 /// unhealthy. Prints what it saw and exits 3; exits 4 if growth never failed.
 enum GrowthLimitProbe {
     static func run(directory: String, headroomMiB: Int) async {
-        // AddressSanitizer reserves terabytes of shadow memory up front, so
-        // an address-space limit tests nothing but the sanitizer there.
-        if dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil {
-            say("skipped: built with AddressSanitizer")
+        // AddressSanitizer and ThreadSanitizer reserve terabytes of shadow
+        // memory up front (TSan's allocator then runs out under the limit),
+        // so an address-space limit tests nothing but the sanitizer there.
+        for (symbol, name) in [("__asan_init", "AddressSanitizer"), ("__tsan_init", "ThreadSanitizer")]
+        where dlsym(UnsafeMutableRawPointer(bitPattern: 0), symbol) != nil {
+            say("skipped: built with \(name)")
             exit(5)
         }
         var configuration = LMDBRegistryStore.Configuration(directory: directory)

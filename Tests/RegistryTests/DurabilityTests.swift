@@ -59,7 +59,7 @@ struct DurabilityTests {
         let directory = NSTemporaryDirectory() + "registry-grow-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (process, printed) = try Self.runBench(["grow-under-limit", directory, "12"])
-        if process.terminationStatus == 5 && process.terminationReason == .exit { return }  // AddressSanitizer build
+        if process.terminationStatus == 5 && process.terminationReason == .exit { return }  // a sanitizer build
         #expect(process.terminationReason == .exit, "died by signal \(process.terminationStatus); printed: \(printed)")
         #expect(process.terminationStatus == 3, "\(printed)")
         #expect(printed.contains("write refused: unavailable"))
