@@ -41,7 +41,8 @@ import Testing
     }
 
     @Test(arguments: ["/", "/v1", "/v1/devices/", "/v1//devices", "/v2/devices", "/v1/devices/a/b",
-                      "/internal/v1/users/u", "/internal/v1/nope", "healthz", "/healthz/"])
+                      "/internal/v1/users/u", "/internal/v1/nope", "healthz", "/healthz/",
+                      "/internal/v1/users/u/devices/more"])
     func unknownPathsAreNotFound(_ path: String) {
         guard case .failure(let error) = Router.match(method: "GET", path: path) else {
             Issue.record("\(path) matched"); return

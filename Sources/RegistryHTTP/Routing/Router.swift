@@ -11,19 +11,18 @@ enum Router {
         let rawParameter: String?
     }
 
-    static func match(method: String, path: String, in endpoints: [Endpoint] = RouteTable.endpoints)
-        -> Result<Match, APIError> {
+    static func match(method: String, path: String) -> Result<Match, APIError> {
         var path = path
         return path.withUTF8 { bytes in
-            // No template has more segments than this; a longer path matches nothing.
-            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: maxSegments + 1) { bounds in
+            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: maxSegments) { bounds in
                 guard let count = split(bytes, into: bounds) else { return .failure(.notFound) }
-                return match(method: method, bytes, UnsafeMutableBufferPointer(rebasing: bounds[..<count]), endpoints)
+                return match(method: method, bytes, UnsafeMutableBufferPointer(rebasing: bounds[..<count]))
             }
         }
     }
 
-    private static let maxSegments = 8
+    /// The most segments any template has: a longer path matches nothing.
+    private static let maxSegments = RouteTable.endpoints.map(\.segments.count).max() ?? 0
 
     /// The segments' byte ranges after the leading `/`; nil when the path
     /// does not start with `/`, has an empty segment, or has too many.
@@ -41,11 +40,10 @@ enum Router {
     }
 
     private static func match(method: String, _ bytes: UnsafeBufferPointer<UInt8>,
-                              _ segments: UnsafeMutableBufferPointer<Range<Int>>, _ endpoints: [Endpoint])
-        -> Result<Match, APIError> {
+                              _ segments: UnsafeMutableBufferPointer<Range<Int>>) -> Result<Match, APIError> {
         let effective = method == "HEAD" ? "GET" : method
         var allowed: [String] = []
-        for endpoint in endpoints {
+        for endpoint in RouteTable.endpoints {
             guard let parameter = bind(endpoint.segments, bytes, segments) else { continue }
             if endpoint.method == effective {
                 return .success(Match(endpoint: endpoint, rawParameter: parameter))
