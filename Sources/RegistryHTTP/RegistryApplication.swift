@@ -77,54 +77,40 @@ public final class RegistryApplication: HTTPApplication {
     }
 
     /// The endpoint's handler bound to this call: inline for reads, suspending for writes.
+    /// The body is within the row's limit: the server reads at most `readBody`'s `maxBytes`.
     private func handler(for match: Router.Match, credential: Credential) -> RequestHandler {
-        let endpoint = match.endpoint
-        let parameter = match.rawParameter
-        switch endpoint.handler {
+        let label = match.endpoint.label
+        switch match.endpoint.handler {
         case .read(let read):
             return .inline { [self] request in
                 let started = ContinuousClock.now
-                let call = Call(endpoint: endpoint, rawParameter: parameter, credential: credential, request: request)
-                let response = answer(call) { try read(self, call) }
-                finish(request, label: endpoint.label, response, started: started)
+                let call = Call(match: match, credential: credential, request: request)
+                let response: HTTPResponse
+                do {
+                    response = try read(self, call)
+                } catch {
+                    response = self.response(for: error, call)
+                }
+                finish(request, label: label, response, started: started)
                 return response
             }
         case .write(let write):
             return .suspending { [self] request in
                 let started = ContinuousClock.now
-                let call = Call(endpoint: endpoint, rawParameter: parameter, credential: credential, request: request)
-                let response = await answer(call) { try await write(self, call) }
-                finish(request, label: endpoint.label, response, started: started)
+                let call = Call(match: match, credential: credential, request: request)
+                let response: HTTPResponse
+                do {
+                    response = try await write(self, call)
+                } catch {
+                    response = self.response(for: error, call)
+                }
+                finish(request, label: label, response, started: started)
                 return response
             }
         }
     }
 
-    /// Runs a handler, turning what it throws into the contract's answer.
-    private func answer(_ call: Call, _ run: () throws -> HTTPResponse) -> HTTPResponse {
-        if let tooLarge = Self.overLimit(call) { return tooLarge }
-        do {
-            return try run()
-        } catch {
-            return response(for: error, call)
-        }
-    }
-
-    private func answer(_ call: Call, _ run: () async throws -> HTTPResponse) async -> HTTPResponse {
-        if let tooLarge = Self.overLimit(call) { return tooLarge }
-        do {
-            return try await run()
-        } catch {
-            return response(for: error, call)
-        }
-    }
-
-    /// The server enforces `readBody`'s limit; this keeps the rule true for any caller.
-    private static func overLimit(_ call: Call) -> HTTPResponse? {
-        guard call.request.body.count > call.endpoint.maxBodyBytes else { return nil }
-        return APIError.payloadTooLarge(limit: call.endpoint.maxBodyBytes).response
-    }
-
+    /// What a handler threw, as the contract's answer.
     private func response(for error: any Error, _ call: Call) -> HTTPResponse {
         switch error {
         case let error as APIError:

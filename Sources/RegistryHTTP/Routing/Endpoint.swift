@@ -73,11 +73,12 @@ struct Endpoint: Sendable {
 
 /// A request that passed admission, as its handler sees it.
 struct Call: Sendable {
-    let endpoint: Endpoint
-    /// The path parameter as sent (still percent-encoded), when the template has one.
-    let rawParameter: String?
+    /// The row and the path parameter as sent (still percent-encoded).
+    let match: Router.Match
     let credential: Credential
     let request: HTTPRequest
+
+    var endpoint: Endpoint { match.endpoint }
 
     /// The caller's user on the device API (the JWT's `sub`). Admission
     /// gives every device-surface call a device credential, so the empty
@@ -89,6 +90,6 @@ struct Call: Sendable {
 
     /// The path parameter, percent-decoded and checked by `rule`; its errors name the template's field.
     func parameter(_ rule: (String, String) throws(APIError) -> String) throws(APIError) -> String {
-        try FieldCheck.pathSegment(rawParameter ?? "", field: endpoint.parameterName ?? "path", check: rule)
+        try FieldCheck.pathSegment(match.rawParameter ?? "", field: endpoint.parameterName ?? "path", check: rule)
     }
 }
