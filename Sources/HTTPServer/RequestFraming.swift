@@ -38,13 +38,6 @@ enum RequestFraming {
                 encodings.append(value)
             }
         }
-        // The usual request: no body, or one plain Content-Length.
-        if encodings.isEmpty {
-            if lengths.isEmpty { return .accept(.none) }
-            if lengths.count == 1, isDecimal(lengths[0]), let length = Int(lengths[0]) {
-                return .accept(length > 0 ? .length(length) : .none)
-            }
-        }
         if !encodings.isEmpty && !lengths.isEmpty {
             return badRequest("both Content-Length and Transfer-Encoding are present")
         }
