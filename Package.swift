@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON",
                                                             "Lifecycle", "Codecs"]),
         .target(name: "RegistryClient"),
-        .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB", "COpenSSL"], path: "Sources/registry-bench"),
+        .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB", "COpenSSL", "Codecs"], path: "Sources/registry-bench"),
 
         .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

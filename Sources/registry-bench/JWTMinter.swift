@@ -1,3 +1,4 @@
+import Codecs
 import COpenSSL
 import Foundation
 
@@ -88,13 +89,13 @@ enum JWTMinter {
 
     private static func write(_ options: MintOptions, _ name: String, header: String, expires: Int,
                               sign: ([UInt8]) throws -> [UInt8]) throws {
-        let head = base64URL(Array(header.utf8))
+        let head = Base64URL.encode(Array(header.utf8))
         var out = ""
         out.reserveCapacity(options.users * 400)
         for i in 0..<options.users {
             let claims = #"{"exp":\#(expires),"sub":"\#(BenchDataSet.userId(i * options.stride))"}"#
-            let input = head + "." + base64URL(Array(claims.utf8))
-            out += input + "." + base64URL(try sign(Array(input.utf8))) + "\n"
+            let input = head + "." + Base64URL.encode(Array(claims.utf8))
+            out += input + "." + Base64URL.encode(try sign(Array(input.utf8))) + "\n"
         }
         try Data(out.utf8).write(to: URL(fileURLWithPath: options.outDirectory + "/" + name))
     }
@@ -102,13 +103,6 @@ enum JWTMinter {
     private static func bytes(_ path: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else { throw Failure(description: "cannot read \(path)") }
         return Array(data)
-    }
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 
     private static func hmacSHA256(_ message: [UInt8], key: [UInt8]) -> [UInt8] {
@@ -140,9 +134,9 @@ enum JWTMinter {
         func jwk(kid: String) -> String {
             switch kind {
             case .rsa:
-                return #"{"kty":"RSA","kid":"\#(kid)","alg":"RS256","use":"sig","n":"\#(base64URL(parameter("n", width: nil)))","e":"\#(base64URL(parameter("e", width: nil)))"}"#
+                return #"{"kty":"RSA","kid":"\#(kid)","alg":"RS256","use":"sig","n":"\#(Base64URL.encode(parameter("n", width: nil)))","e":"\#(Base64URL.encode(parameter("e", width: nil)))"}"#
             case .p256:
-                return #"{"kty":"EC","kid":"\#(kid)","alg":"ES256","use":"sig","crv":"P-256","x":"\#(base64URL(parameter("qx", width: 32)))","y":"\#(base64URL(parameter("qy", width: 32)))"}"#
+                return #"{"kty":"EC","kid":"\#(kid)","alg":"ES256","use":"sig","crv":"P-256","x":"\#(Base64URL.encode(parameter("qx", width: 32)))","y":"\#(Base64URL.encode(parameter("qy", width: 32)))"}"#
             }
         }
 
