@@ -12,13 +12,18 @@ struct Arguments {
     private var values: [String: String] = [:]
     private var switches: Set<String> = []
     private let environment: [String: String]
+    /// Flags whose `REGISTRY_*` variable is read (settings, not per-run flags like `--to`).
+    private let environmentFlags: Set<String>
 
     /// - Parameters:
     ///   - valued: flags that take a value, without the leading `--`.
     ///   - switches: flags that take none.
+    ///   - environmentFlags: flags that also read their `REGISTRY_*` variable.
     init(_ arguments: [String], valued: Set<String>, switches allowedSwitches: Set<String> = [],
+         environmentFlags: Set<String>,
          environment: [String: String] = ProcessInfo.processInfo.environment) throws(Failure) {
         self.environment = environment
+        self.environmentFlags = environmentFlags
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -53,12 +58,18 @@ struct Arguments {
     /// the name to blame when the value is bad.
     func value(_ flag: String) -> (value: String, source: String)? {
         if let value = values[flag] { return (value, "--\(flag)") }
+        guard environmentFlags.contains(flag) else { return nil }
         let variable = Self.variableName(flag)
         if let value = environment[variable] { return (value, "--\(flag) (from \(variable))") }
         return nil
     }
 
     func isSet(_ flag: String) -> Bool { switches.contains(flag) }
+
+    /// Whether the command line asks for help (`--help` or `-h` anywhere).
+    static func asksForHelp(_ arguments: [String]) -> Bool {
+        arguments.contains("--help") || arguments.contains("-h")
+    }
 
     /// `--jwt-hs256-secret-file` → `REGISTRY_JWT_HS256_SECRET_FILE`.
     static func variableName(_ flag: String) -> String {

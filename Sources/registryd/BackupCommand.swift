@@ -1,14 +1,150 @@
+import Foundation
+import Glibc
+import JSON
 import Registry
+import RegistryHTTP
+import Synchronization
 
-/// `registryd backup --to DIR`: a consistent hot copy of the environment,
-/// taken while a server may be writing.
+/// `registryd backup --to DIR [--with-secrets]`: a consistent hot copy,
+/// taken while a server may be writing, laid out as a data directory
+/// (`DataDirectory`), so `serve --data-dir DIR` and every subcommand take
+/// it as it is.
+///
+/// The copy is LMDB's compacting copy of one read snapshot. Its manifest
+/// (`backup.json`) holds counts read back from the copy itself, not from the
+/// live store, which may have moved on while copying.
 enum BackupCommand: OperatorCommand {
-    static func run(_ store: LMDBRegistryStore, _ arguments: Arguments) throws -> Int32 {
-        guard let (target, _) = arguments.value("to") else {
+    static let help = CommandHelp(
+        name: "backup", synopsis: "--to DIR [--with-secrets] [--data-dir DIR]", tagline: "write a restorable hot copy",
+        summary: """
+            Writes a consistent, compacted copy of the registry in --data-dir into --to DIR, which
+            must be absent or empty, while a server may be running: DIR/lmdb/data.mdb (0600),
+            DIR/backup.json (when, schema version, counts). DIR is a data directory: restore by
+            stopping the server and serving (or moving) DIR; check it with
+            `registryd check --data-dir DIR`. The copy holds every token: keep it like the data
+            directory. Secrets (DIR/secrets: the generated JWT secret and internal API key) are
+            copied only with --with-secrets; without them, a server started on the copy generates
+            new ones, so give it the old key files (--jwt-hs256-secret-file,
+            --internal-api-key-file) or every client's credential stops working. With them, the
+            backup alone lets its holder mint device JWTs and call the internal API: store it
+            where only operators can read it. Key files given by flags are never copied.
+            """,
+        flags: ["to", "with-secrets"] + Flags.store,
+        example: """
+            registryd backup --data-dir /var/lib/registryd --to /backups/registry-2026-12-03
+            backup written to /backups/registry-2026-12-03: 100000 devices, 0 tombstones, 122.4 MiB (secrets not copied)
+            """)
+
+    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+        guard let (path, source) = arguments.value("to") else {
             throw Arguments.Failure(description: "--to is required")
         }
-        try store.backup(toDirectory: target)
-        print("backup written to \(target)")
+        guard !path.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
+        let target = DataDirectory(path: path)
+        try requireAbsentOrEmpty(target.path, source: source)
+        try makePrivateDirectory(target.path)
+
+        let expectedBytes = try store.stats().usedBytes
+        let progress = ProgressLine("backup", unit: .bytes, total: expectedBytes)
+        let copied = target.lmdb + "/data.mdb"
+        try withPolledFileSize(copied, progress) {
+            try store.backup(toDirectory: target.lmdb)
+        }
+        progress.finish()
+        try DurableFile.syncFile(copied)
+        try DurableFile.syncDirectory(target.lmdb)
+
+        let withSecrets = arguments.isSet("with-secrets")
+        let secrets = withSecrets ? try copySecrets(from: settings.layout, to: target) : []
+        let stats = try statsOfCopy(target, settings)
+        try writeManifest(target, stats: stats, source: settings.layout, secrets: secrets)
+        try DurableFile.syncDirectory(target.path)
+
+        let size = String(format: "%.1f MiB", Double(fileSize(copied) ?? 0) / 1_048_576)
+        let secretsNote = withSecrets ? "secrets copied: \(secrets.isEmpty ? "none found" : secrets.joined(separator: ", "))"
+                                      : "secrets not copied"
+        print("backup written to \(target.path): \(stats.devices) devices, \(stats.tombstones) tombstones, \(size) (\(secretsNote))")
         return 0
+    }
+
+    private static func requireAbsentOrEmpty(_ path: String, source: String) throws(Arguments.Failure) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return }
+        guard isDirectory.boolValue else {
+            throw Arguments.Failure(description: "\(source): '\(path)' is a file; a backup goes into an absent or empty directory")
+        }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["?"]
+        guard entries.isEmpty else {
+            throw Arguments.Failure(description: "\(source): '\(path)' is not empty; a backup goes into an absent or empty directory")
+        }
+    }
+
+    private static func makePrivateDirectory(_ path: String) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        guard chmod(path, 0o700) == 0 else { throw BackupError.permissions(path: path, errno: errno) }
+    }
+
+    /// Runs `body` (LMDB's copy, one blocking call) while a thread reports
+    /// the size the copy has reached.
+    private static func withPolledFileSize(_ path: String, _ progress: ProgressLine, _ body: () throws -> Void) rethrows {
+        let done = Atomic<Bool>(false)
+        let poller = Thread {
+            while !done.load(ordering: .acquiring) {
+                if let size = fileSize(path) { progress.update(size) }
+                usleep(100_000)
+            }
+        }
+        poller.start()
+        defer { done.store(true, ordering: .releasing) }
+        try body()
+    }
+
+    private static func fileSize(_ path: String) -> Int? {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : nil
+    }
+
+    /// Copies the generated secrets (every regular file in `DIR/secrets`),
+    /// 0600 in a 0700 folder; returns their names.
+    private static func copySecrets(from source: DataDirectory, to target: DataDirectory) throws -> [String] {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: source.secrets)) ?? [])
+            .filter { !$0.contains(".tmp-") }.sorted()
+        guard !names.isEmpty else { return [] }
+        try makePrivateDirectory(target.secrets)
+        var copied: [String] = []
+        for name in names {
+            var info = stat()
+            guard stat(source.secrets + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+                  let bytes = DurableFile.read(source.secrets + "/" + name) else { continue }
+            try DurableFile.writeSynced(bytes, to: target.secrets + "/" + name)
+            copied.append(name)
+        }
+        try DurableFile.syncDirectory(target.secrets)
+        return copied
+    }
+
+    /// Opens the copy as `serve` would and counts what it holds.
+    private static func statsOfCopy(_ target: DataDirectory, _ settings: Settings) throws -> StoreStats {
+        var configuration = settings.store
+        configuration.directory = target.lmdb
+        let copy = try LMDBRegistryStore(configuration: configuration)
+        defer { copy.shutdown() }
+        return try copy.stats()
+    }
+
+    private static func writeManifest(_ target: DataDirectory, stats: StoreStats, source: DataDirectory,
+                                      secrets: [String]) throws {
+        let sourcePath = URL(fileURLWithPath: source.path).standardizedFileURL.path
+        let document = JSONWriter.Value.object([
+            ("format", .string("registryd-backup")),
+            ("createdAt", .string(RFC3339.format(SystemClock().now()))),
+            ("schemaVersion", .uint(LMDBRegistryStore.schemaVersion)),
+            ("source", .string(sourcePath)),
+            ("secretsIncluded", .array(secrets.map { .string($0) })),
+            ("stats", StatsDocument.stats(stats)),
+        ])
+        var bytes = JSONWriter.encode(document)
+        bytes.append(0x0A)
+        try DurableFile.replace(target.backupManifest, with: bytes)
     }
 }

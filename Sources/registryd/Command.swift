@@ -1,26 +1,41 @@
 import Foundation
 
-/// The subcommands. Each returns the process exit status; a bad command line
-/// or value prints one line naming the flag and exits 2 before anything is
-/// written.
+/// A subcommand: its help (which also lists the flags it accepts) and its work.
+protocol Subcommand: Sendable {
+    static var help: CommandHelp { get }
+    /// Returns the exit status; throws `Arguments.Failure` for a bad command
+    /// line or value (exit 2, before anything is written).
+    static func run(_ arguments: Arguments) throws -> Int32
+}
+
+/// The subcommands. A bad command line or value prints one line naming the
+/// flag and pointing to `--help`, and exits 2 before anything is written;
+/// `--help` prints the command's help to stdout and exits 0.
 enum Command {
+    /// In the order `registryd help` lists them; `serve` is the default.
+    static let all: [any Subcommand.Type] = [
+        ServeCommand.self, MintTokenCommand.self, StatsCommand.self, SweepCommand.self, BackupCommand.self,
+        CheckCommand.self, ExportCommand.self, ImportCommand.self,
+    ]
+
     static func run(_ name: String, _ arguments: [String]) -> Int32 {
-        do {
-            switch name {
-            case "serve": return try ServeCommand.run(arguments)
-            case "mint-token": return try MintTokenCommand.run(arguments)
-            case "stats": return try StatsCommand.run(arguments)
-            case "sweep": return try SweepCommand.run(arguments)
-            case "backup": return try BackupCommand.run(arguments)
-            case "check": return try CheckCommand.run(arguments)
-            case "export": return try ExportCommand.run(arguments)
-            case "import": return try ImportCommand.run(arguments)
-            case "help":
+        if name == "help" {
+            guard let topic = arguments.first else {
                 print(usage)
                 return 0
-            default:
-                throw Arguments.Failure(description: "unknown subcommand '\(name)'")
             }
+            return run(topic, ["--help"])
+        }
+        guard let command = all.first(where: { $0.help.name == name }) else {
+            printError("registryd: unknown subcommand '\(name)'; see 'registryd --help'")
+            return 2
+        }
+        if Arguments.asksForHelp(arguments) {
+            print(command.help.text)
+            return 0
+        }
+        do {
+            return try command.run(try command.help.arguments(arguments))
         } catch let failure as Arguments.Failure {
             printError("registryd \(name): \(failure.description)")
             return 2
@@ -30,23 +45,21 @@ enum Command {
         }
     }
 
-    private static func printError(_ line: String) {
+    static func printError(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
-    static let usage = """
-        usage: registryd [serve] [--data-dir DIR] [--listen HOST:PORT] [--jwt-hs256-secret-file F]
-                         [--jwt-jwks-file F] [--jwt-issuer S] [--jwt-audience S] [--internal-api-key-file F]
-                         [--device-ttl D] [--activity-ttl D] [--sweep-interval D] [--max-devices-per-user N]
-                         [--max-activities-per-device N] [--log-level debug|info|warning|error]
-                         [--max-connections N] [--max-connections-per-address N] [--header-timeout D] [--body-timeout D]
-               registryd mint-token --user U [--ttl D] [--data-dir DIR] [--jwt-hs256-secret-file F]
-               registryd stats --json [--data-dir DIR]
-               registryd sweep [--dry-run] [--data-dir DIR] [--device-ttl D] [--activity-ttl D]
-               registryd backup --to DIR [--data-dir DIR]
-               registryd check [--data-dir DIR]
-               registryd export [--data-dir DIR] > records.jsonl
-               registryd import [--from FILE] [--data-dir DIR]
-        Every flag also reads REGISTRY_<FLAG> (e.g. REGISTRY_DATA_DIR); a flag beats its variable.
-        """
+    /// `registryd help` and `registryd --help`.
+    static var usage: String {
+        var lines = ["usage: registryd [SUBCOMMAND] [FLAGS]", "",
+                     "A push-notification device registry: the HTTP API of API.md over an embedded LMDB store.", "",
+                     "subcommands:"]
+        for command in all {
+            lines.append("  \(command.help.name.padding(toLength: 11, withPad: " ", startingAt: 0)) \(command.help.tagline)")
+        }
+        lines += ["", "With no subcommand, registryd serves (`serve`).",
+                  "Every setting flag also reads REGISTRY_<FLAG> (e.g. REGISTRY_DATA_DIR); a flag beats its variable.",
+                  "'registryd SUBCOMMAND --help' lists a subcommand's flags with their defaults and an example."]
+        return lines.joined(separator: "\n")
+    }
 }

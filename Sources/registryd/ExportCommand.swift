@@ -6,14 +6,32 @@ import RegistryHTTP
 /// stdout (tokens included: it is an operator tool), the count on stderr so
 /// it stays out of the file.
 enum ExportCommand: OperatorCommand {
-    static func run(_ store: LMDBRegistryStore, _ arguments: Arguments) throws -> Int32 {
+    static let help = CommandHelp(
+        name: "export", synopsis: "[--data-dir DIR] > records.jsonl", tagline: "write every record as JSON lines",
+        summary: """
+            Writes every device (with its push, push-to-start and activity tokens) and every
+            tombstone of one consistent snapshot to stdout, one JSON object per line, with
+            epoch-millisecond timestamps, so `import` reproduces them exactly. The tokens are
+            in PLAINTEXT: guard the file like the data directory, and delete it when done.
+            """,
+        flags: Flags.store,
+        example: """
+            registryd export --data-dir /var/lib/registryd > records.jsonl
+            exported 100000 records
+            """)
+
+    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+        let stats = try store.stats()
+        let progress = ProgressLine("export", unit: .records, total: stats.devices + stats.tombstones)
         var count = 0
         try store.export { record in
             var line = ExportFormat.encode(record)
             line.append(0x0A)
             FileHandle.standardOutput.write(Data(line))
             count += 1
+            progress.update(count)
         }
+        progress.finish()
         FileHandle.standardError.write(Data("exported \(count) records\n".utf8))
         return 0
     }

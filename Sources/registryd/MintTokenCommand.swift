@@ -6,9 +6,21 @@ import Registry
 /// the API by hand, signed with the configured secret or else the generated
 /// one (generated now if `serve` would generate it too), and carrying the
 /// configured issuer and audience so `serve` accepts it.
-enum MintTokenCommand {
-    static func run(_ rawArguments: [String]) throws -> Int32 {
-        let arguments = try Arguments(rawArguments, valued: Settings.serveFlags.union(["user", "ttl"]))
+enum MintTokenCommand: Subcommand {
+    static let help = CommandHelp(
+        name: "mint-token", synopsis: "--user U [--ttl D] [FLAGS]", tagline: "print an HS256 device JWT for trying the API",
+        summary: """
+            Prints an HS256 device JWT for user U, signed with --jwt-hs256-secret-file or the
+            secret generated in DIR/secrets/ (generated now if serve would generate it), with
+            the configured issuer and audience, so the server given the same flags accepts it.
+            """,
+        flags: ["user", "ttl"] + Flags.serve,
+        example: """
+            registryd mint-token --user alice --ttl 12h
+            eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjE3OTY...
+            """)
+
+    static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         guard let (user, source) = arguments.value("user") else {
             throw Arguments.Failure(description: "--user is required")

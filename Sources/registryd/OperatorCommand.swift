@@ -1,22 +1,23 @@
 import Registry
 
 /// An operator subcommand (`stats`, `sweep`, `backup`, `check`, `export`,
-/// `import`): work on an existing data directory, also while a server runs on
-/// it (LMDB serialises writers across processes, and readers never block).
-protocol OperatorCommand {
+/// `import`): work on a data directory, also while a server runs on it
+/// (LMDB serialises writers across processes, and readers never block), so
+/// none of them takes `serve`'s data-directory lock.
+protocol OperatorCommand: Subcommand {
+    /// `.existing` for every command but `import`, which may start a registry.
+    static var opening: Settings.StoreOpening { get }
     /// The command's work on the open store; returns the exit status.
-    static func run(_ store: LMDBRegistryStore, _ arguments: Arguments) throws -> Int32
+    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32
 }
 
 extension OperatorCommand {
-    /// Every operator command accepts every operator flag, as when they were
-    /// one command, so a script may pass the same flags to each.
-    static func run(_ rawArguments: [String]) throws -> Int32 {
-        let arguments = try Arguments(rawArguments, valued: Settings.storeFlags.union(["to", "from"]),
-                                      switches: ["json", "dry-run"])
+    static var opening: Settings.StoreOpening { .existing }
+
+    static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
-        let store = try settings.openStore(.existing)
+        let store = try settings.openStore(opening)
         defer { store.shutdown() }
-        return try run(store, arguments)
+        return try run(store, settings, arguments)
     }
 }

@@ -18,9 +18,23 @@ import RegistryHTTP
 /// it has before the environment closes. If a commit fails (storage
 /// unusable), the process exits 1 so its supervisor can restart it: nothing
 /// after a failed fsync is trusted.
-enum ServeCommand {
-    static func run(_ rawArguments: [String]) throws -> Int32 {
-        let arguments = try Arguments(rawArguments, valued: Settings.serveFlags)
+enum ServeCommand: Subcommand {
+    static let help = CommandHelp(
+        name: "serve", synopsis: "[FLAGS]", tagline: "serve the HTTP API (the default)",
+        summary: """
+            Serves the HTTP API of API.md on --listen, with the registry in --data-dir (created on
+            first start, with generated secrets in DIR/secrets/ unless key files are given), and
+            sweeps expired records every --sweep-interval. One server per data directory: a
+            second serve on it exits 2 naming the pid that holds it. SIGTERM or SIGINT drain
+            requests in flight and exit 0; a failed commit (EIO, ENOSPC) exits 1.
+            """,
+        flags: Flags.serve,
+        example: """
+            registryd serve --data-dir /var/lib/registryd --listen 0.0.0.0:8080
+            {"level":"info","msg":"listening","address":"0.0.0.0:8080","dataDir":"/var/lib/registryd",...}
+            """)
+
+    static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         let keys = try AuthKeys.configured(settings)
         let logger = Logger(minimumLevel: settings.logLevel)
@@ -38,6 +52,9 @@ enum ServeCommand {
         } catch {
             throw Arguments.Failure(description: "--listen: \(error)")
         }
+        // One server per data directory; held until the process exits.
+        let lock = try DataDirectoryLock.acquire(settings.layout)
+        defer { withExtendedLifetime(lock) {} }
         let auth = try keys.completed(settings, logger: logger)
         let metrics = RegistryMetrics()
         let store = try settings.openStore(.creatingIfMissing, metrics: metrics)
@@ -82,7 +99,10 @@ enum ServeCommand {
                                   ("dataDir", .string(settings.dataDirectory)),
                                   ("maxConnections", .int(Int64(server.connectionLimit)))])
 
+        ServiceManagerNotifier.notify("READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(shownHost):\(server.boundPort)")
+
         let status = waitForStop(signals, store: store, logger: logger)
+        ServiceManagerNotifier.notify("STOPPING=1")
         services.stop()
         logger.info("stopped", [("status", .int(Int64(status)))])
         return status

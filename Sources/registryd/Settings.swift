@@ -28,22 +28,12 @@ struct Settings {
     var sweepInterval: Duration = .seconds(3600)
     var logLevel = Logger.Level.info
 
-    /// The flags every data-directory command shares, and those only `serve` reads.
-    static let storeFlags: Set<String> = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user",
-                                          "max-activities-per-device", "log-level"]
-    static let authFlags: Set<String> = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience",
-                                         "internal-api-key-file"]
-    static let connectionFlags: Set<String> = ["max-connections", "max-connections-per-address",
-                                               "header-timeout", "body-timeout"]
-    static let serveFlags: Set<String> = storeFlags.union(authFlags).union(connectionFlags)
-        .union(["listen", "sweep-interval"])
-
     init(_ arguments: Arguments) throws(Arguments.Failure) {
         if let (value, source) = arguments.value("data-dir") {
             guard !value.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
             dataDirectory = value
         }
-        store = LMDBRegistryStore.Configuration(directory: dataDirectory + "/lmdb")
+        store = LMDBRegistryStore.Configuration(directory: DataDirectory(path: dataDirectory).lmdb)
         if let (value, source) = arguments.value("listen") {
             guard let address = ValueParsing.listenAddress(value) else {
                 throw Arguments.Failure(description: "\(source) must be HOST:PORT with an IP address or localhost, e.g. 127.0.0.1:8080 or [::1]:8080")
@@ -98,7 +88,8 @@ struct Settings {
         server.bodyTimeout = try Self.duration(arguments, "body-timeout") ?? server.bodyTimeout
     }
 
-    var secretsDirectory: String { dataDirectory + "/secrets" }
+    var layout: DataDirectory { DataDirectory(path: dataDirectory) }
+    var secretsDirectory: String { layout.secrets }
 
     private static func nonEmpty(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
         guard let (value, source) = arguments.value(flag) else { return nil }

@@ -15,15 +15,20 @@ extension Settings {
         case existing
     }
 
-    /// Opens the store; with `metrics`, every commit and sweep step is recorded there.
-    func openStore(_ opening: StoreOpening, metrics: RegistryMetrics? = nil) throws -> LMDBRegistryStore {
+    /// Opens the store; with `metrics`, every commit and sweep step is
+    /// recorded there; `onSweepStep` (a command's progress line) sees each sweep step.
+    func openStore(_ opening: StoreOpening, metrics: RegistryMetrics? = nil,
+                   onSweepStep: (@Sendable (SweepBatchReport) -> Void)? = nil) throws -> LMDBRegistryStore {
         if opening == .existing, !FileManager.default.fileExists(atPath: store.directory) {
             throw Arguments.Failure(description: "--data-dir: no registry at '\(dataDirectory)'")
         }
         var configuration = store
-        if let metrics {
-            configuration.onCommit = { report in metrics.recordCommit(report) }
-            configuration.onSweepBatch = { report in metrics.recordSweepStep(report) }
+        if let metrics { configuration.onCommit = { report in metrics.recordCommit(report) } }
+        if metrics != nil || onSweepStep != nil {
+            configuration.onSweepBatch = { report in
+                metrics?.recordSweepStep(report)
+                onSweepStep?(report)
+            }
         }
         return try LMDBRegistryStore(configuration: configuration)
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-// registryd [serve|mint-token|stats|sweep|backup|check|export|import] [flags]; `serve` is the default.
+// registryd [SUBCOMMAND] [FLAGS]; `serve` is the default (`registryd --help` lists them).
 let arguments = Array(CommandLine.arguments.dropFirst())
 let subcommand: String
 switch arguments.first {
@@ -8,5 +8,5 @@ case "--help", "-h": subcommand = "help"
 case let first? where !first.hasPrefix("-"): subcommand = first
 default: subcommand = "serve"
 }
-let rest = arguments.first == subcommand ? Array(arguments.dropFirst()) : arguments
+let rest = arguments.first == subcommand || subcommand == "help" ? Array(arguments.dropFirst()) : arguments
 exit(Command.run(subcommand, rest))

@@ -54,10 +54,11 @@ import FoundationNetworking
         var port = 0
         var log = ""
 
-        init(arguments: [String], directory: String) throws {
+        init(arguments: [String], directory: String, environment: [String: String]? = nil) throws {
             process.executableURL = URL(fileURLWithPath: ExecutableTests.binary)
             process.arguments = ["serve", "--listen", "127.0.0.1:0"] + arguments
             process.currentDirectoryURL = URL(fileURLWithPath: directory)
+            if let environment { process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a } }
             process.standardError = stderr
             process.standardOutput = FileHandle.nullDevice
             try process.run()

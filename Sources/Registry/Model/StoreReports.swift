@@ -64,10 +64,13 @@ public struct CommitBatchReport: Sendable {
 public struct SweepBatchReport: Sendable {
     public var dryRun: Bool
     public var seconds: Double
+    /// What the step removed (or, in a dry run, would remove).
+    public var counts: SweepCounts
 
-    public init(dryRun: Bool, seconds: Double) {
+    public init(dryRun: Bool, seconds: Double, counts: SweepCounts) {
         self.dryRun = dryRun
         self.seconds = seconds
+        self.counts = counts
     }
 }
 

@@ -124,7 +124,8 @@ extension LMDBRegistryStore {
                         return (counts, stoppedAt ?? resume)
                     }
                 }
-                configuration.onSweepBatch?(SweepBatchReport(dryRun: dryRun, seconds: (ContinuousClock.now - began).inSeconds))
+                configuration.onSweepBatch?(SweepBatchReport(dryRun: dryRun, seconds: (ContinuousClock.now - began).inSeconds,
+                                                             counts: counts))
                 total = total + counts
                 start = resume
             } while start != nil

@@ -116,6 +116,9 @@ public final class LMDBRegistryStore: RegistryStore, Service {
         guard chmod(file, 0o600) == 0 else { throw BackupError.permissions(path: file, errno: errno) }
     }
 
+    /// The stored encoding this build writes (`registryd backup` records it in its manifest).
+    public static var schemaVersion: UInt64 { Schema.version }
+
     /// `false` once a commit failed or the map could not grow.
     public var isHealthy: Bool { writer.isHealthy && environment.isUsable }
 

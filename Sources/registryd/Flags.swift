@@ -1,0 +1,77 @@
+/// Every flag `registryd` knows, described once: help prints these
+/// entries, and a subcommand accepts exactly the flags its `CommandHelp`
+/// lists, so what `--help` shows and what the parser takes cannot differ.
+struct Flag: Sendable {
+    /// Without the leading `--`.
+    let name: String
+    /// The value's placeholder (`DIR`, `N`); `nil` for a switch such as `--json`.
+    let value: String?
+    /// What it sets, in a few words.
+    let summary: String
+    /// The default in force when neither the flag nor its variable is set.
+    let defaultValue: String?
+    /// Whether `REGISTRY_<FLAG>` is read (`false` for per-run flags such as `--to`).
+    var readsEnvironment = true
+
+    var isSwitch: Bool { value == nil }
+}
+
+enum Flags {
+    static let all: [Flag] = [
+        // The data directory and the store's rules (serve and every operator command).
+        Flag(name: "data-dir", value: "DIR", summary: "the data directory (LMDB environment in DIR/lmdb, generated secrets in DIR/secrets)",
+             defaultValue: "./registry-data"),
+        Flag(name: "device-ttl", value: "D", summary: "a device not seen for this long is swept (durations: 30s, 15m, 12h, 90d)",
+             defaultValue: "90d"),
+        Flag(name: "activity-ttl", value: "D", summary: "an activity token not refreshed for this long is swept", defaultValue: "90d"),
+        Flag(name: "max-devices-per-user", value: "N", summary: "devices one user keeps (1-10000); also 2N sign-out tombstones",
+             defaultValue: "20"),
+        Flag(name: "max-activities-per-device", value: "N", summary: "activity tokens one device keeps (1-1000); one more evicts the least recently seen",
+             defaultValue: "32"),
+        Flag(name: "log-level", value: "L", summary: "debug, info, warning or error (debug adds one line per request)", defaultValue: "info"),
+        // serve: the listener and its connection limits.
+        Flag(name: "listen", value: "HOST:PORT", summary: "address to serve on ([::1]:8080 for IPv6; port 0 picks a free port, logged)",
+             defaultValue: "127.0.0.1:8080"),
+        Flag(name: "sweep-interval", value: "D", summary: "time between two sweeps", defaultValue: "1h"),
+        Flag(name: "max-connections", value: "N", summary: "open connections at once (lowered to what ulimit -n allows, logged)",
+             defaultValue: "10000"),
+        Flag(name: "max-connections-per-address", value: "N", summary: "connections from one client address; 0 = off",
+             defaultValue: "0"),
+        Flag(name: "header-timeout", value: "D", summary: "time allowed for a request line and headers", defaultValue: "10s"),
+        Flag(name: "body-timeout", value: "D", summary: "time allowed for a request body, from the end of its headers", defaultValue: "30s"),
+        // Credentials.
+        Flag(name: "jwt-hs256-secret-file", value: "F", summary: "HS256 secret for device JWTs (at least 32 bytes)",
+             defaultValue: "generated in DIR/secrets/jwt-hs256.secret when no JWT key is configured"),
+        Flag(name: "jwt-jwks-file", value: "F", summary: "RS256/ES256 public keys for device JWTs (a JWKS, RFC 7517)", defaultValue: "none"),
+        Flag(name: "jwt-issuer", value: "S", summary: "required `iss` of device JWTs", defaultValue: "not checked"),
+        Flag(name: "jwt-audience", value: "S", summary: "required `aud` of device JWTs", defaultValue: "not checked"),
+        Flag(name: "internal-api-key-file", value: "F", summary: "bearer key of the internal API (at least 32 bytes)",
+             defaultValue: "generated in DIR/secrets/internal-api.key"),
+        // Per-command flags: they describe one run, so no environment variable sets them.
+        Flag(name: "user", value: "U", summary: "the JWT's subject (a user id)", defaultValue: nil, readsEnvironment: false),
+        Flag(name: "ttl", value: "D", summary: "the JWT's lifetime", defaultValue: "1h", readsEnvironment: false),
+        Flag(name: "json", value: nil, summary: "print the JSON document GET /internal/v1/stats answers", defaultValue: nil,
+             readsEnvironment: false),
+        Flag(name: "dry-run", value: nil, summary: "count what would be removed; remove nothing", defaultValue: nil,
+             readsEnvironment: false),
+        Flag(name: "to", value: "DIR", summary: "the backup's directory: absent or empty", defaultValue: nil, readsEnvironment: false),
+        Flag(name: "with-secrets", value: nil,
+             summary: "also copy DIR/secrets (the generated JWT secret and internal API key) into the backup",
+             defaultValue: nil, readsEnvironment: false),
+        Flag(name: "from", value: "FILE", summary: "export lines to read", defaultValue: "standard input", readsEnvironment: false),
+        Flag(name: "repair", value: nil, summary: "rebuild every index from the records, then check again", defaultValue: nil,
+             readsEnvironment: false),
+    ]
+
+    private static let byName: [String: Flag] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+
+    /// The entry for `name`; every name a command lists is in `all` (a test checks it).
+    static func named(_ name: String) -> Flag? { byName[name] }
+
+    /// The data directory and the store's rules: every command that opens a registry.
+    static let store = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user", "max-activities-per-device",
+                        "log-level"]
+    static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
+    static let serve = store + ["listen", "sweep-interval", "max-connections", "max-connections-per-address",
+                                "header-timeout", "body-timeout"] + auth
+}
