@@ -284,6 +284,29 @@ import Testing
         #expect(stopping > 0 && String(decoding: buffer[0..<stopping], as: UTF8.self) == "STOPPING=1")
     }
 
+    /// tools/registryd.service parses cleanly (systemd-analyze prints a
+    /// line for every directive it ignores, and fails on a missing binary).
+    @Test func theSystemdUnitVerifies() throws {
+        let directory = try exe.makeDirectory()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let unit = try String(contentsOf: root.appendingPathComponent("tools/registryd.service"), encoding: .utf8)
+        #expect(unit.contains("Type=notify\n"))
+        #expect(unit.contains("ExecStart=/usr/local/bin/registryd serve --data-dir /var/lib/registryd\n"))
+        try unit.replacingOccurrences(of: "/usr/local/bin/registryd", with: ExecutableTests.binary)
+            .write(toFile: directory + "/registryd.service", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+        process.arguments = ["verify", directory + "/registryd.service"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.isEmpty, "\(text)")
+    }
+
     // MARK: Helpers
 
     /// Three devices of one user with push-to-start and activity tokens, and a signed-out device's tombstone.
