@@ -53,9 +53,12 @@ extension LMDBRegistryStore {
 
     /// Reads every database and checks each index against its records.
     /// Returns the problems found (at most `limit`); empty means consistent.
-    public func check(limit: Int = 100) throws -> [String] {
+    /// `progress`, when given, is called on the caller's thread with the
+    /// number of entries visited so far, every 1,000 entries and once at
+    /// the end (one read transaction: it only reports, it changes nothing).
+    public func check(limit: Int = 100, progress: ((_ entriesDone: Int) -> Void)? = nil) throws -> [String] {
         try reading { read in
-            var checker = IndexChecker(read: read, schema: schema, limit: limit)
+            var checker = IndexChecker(read: read, schema: schema, limit: limit, progress: progress)
             try checker.run()
             return checker.problems
         }
