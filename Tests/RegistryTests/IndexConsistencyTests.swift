@@ -78,6 +78,17 @@ struct IndexConsistencyTests {
         #expect(seen == [1_000, 1_199])
     }
 
+    /// An unreadable device value that still has tokens is reported; it
+    /// used to make `check` throw at the first of its tokens (which asked
+    /// for the decoded device only to see whether it exists).
+    @Test func checkReportsAnUnreadableDeviceThatHoldsTokens() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        try f.corrupt { txn, schema in try txn.put([1, 0, 7], for: StoreKey.device("alice", "d1"), in: schema.devices) }
+        #expect(Set(try f.lmdb.check()) == ["device \"alice\"/\"d1\": unreadable value",
+                                             "expiry entry device \"alice\"/\"d1\": no record"])
+    }
+
     @Test func aStoreDroppedWithoutShutdownClosesItsEnvironment() async throws {
         let directory = NSTemporaryDirectory() + "registry-drop-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
