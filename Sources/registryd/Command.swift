@@ -44,7 +44,7 @@ enum Command {
                registryd stats --json [--data-dir DIR]
                registryd sweep [--dry-run] [--data-dir DIR] [--device-ttl D] [--activity-ttl D]
                registryd backup --to DIR [--data-dir DIR]
-               registryd check [--data-dir DIR]
+               registryd check [--repair] [--data-dir DIR]
                registryd export [--data-dir DIR] > records.jsonl
                registryd import [--from FILE] [--data-dir DIR]
         Every flag also reads REGISTRY_<FLAG> (e.g. REGISTRY_DATA_DIR); a flag beats its variable.

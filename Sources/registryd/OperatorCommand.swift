@@ -13,7 +13,7 @@ extension OperatorCommand {
     /// one command, so a script may pass the same flags to each.
     static func run(_ rawArguments: [String]) throws -> Int32 {
         let arguments = try Arguments(rawArguments, valued: Settings.storeFlags.union(["to", "from"]),
-                                      switches: ["json", "dry-run"])
+                                      switches: ["json", "dry-run", "repair"])
         let settings = try Settings(arguments)
         let store = try settings.openStore(.existing)
         defer { store.shutdown() }
