@@ -73,8 +73,8 @@ extension LMDBRegistryStore {
     /// server, in this process or another: each bounded step (at most
     /// `batchSize` entries, and at most `stepBudget` once past the first) is
     /// one command of the group-commit writer and decides only from what it
-    /// reads in its own transaction. On a consistent store it reads and
-    /// writes nothing.
+    /// reads in its own transaction. On a consistent store it only reads:
+    /// the data file stays byte for byte as it was.
     ///
     /// `progress` is called on the caller's task after every step with the
     /// number of entries (records and index entries) visited so far. A
