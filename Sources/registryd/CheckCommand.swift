@@ -1,26 +1,60 @@
+import Foundation
 import Registry
 
 /// `registryd check`: compares every index with its records; prints each
 /// problem and exits 1 when there is any.
+///
+/// `registryd check --repair` first rebuilds every index from the records
+/// (`LMDBRegistryStore.repairIndexes`, in short steps a running server's
+/// writes interleave with): one line per fix (the first `fixLines`, then
+/// "... and N more"), a summary line with the counts; then it checks again
+/// and exits 0 only when that check is clean.
 enum CheckCommand: OperatorCommand {
     static let help = CommandHelp(
-        name: "check", synopsis: "[--data-dir DIR]", tagline: "check every index against its records",
+        name: "check", synopsis: "[--repair] [--data-dir DIR]", tagline: "check (and repair) every index against its records",
         summary: """
             Reads every database of the registry in --data-dir in one snapshot and checks each
             index against its records (token owners, expiry entries, device-activity entries,
-            activity counts). Prints one line per problem; exit 0 when consistent, 1 otherwise.
-            Use it on a backup to check it.
+            activity counts, a token held by two records). Prints one line per problem; exit 0
+            when consistent, 1 otherwise. Use it on a backup to check it.
+            With --repair it first rebuilds every index from the records, in short write steps
+            (at most 500 entries or about 4 ms each) that a running server's writes interleave
+            with: missing entries are put back, wrong ones corrected, entries no record backs
+            deleted, tokens whose device is gone removed, and a token held by two records kept
+            by the one updated later. It prints one line per fix and a summary, then checks
+            again: exit 0 only when that check is clean. Unreadable records are left alone.
             """,
-        flags: Flags.store,
+        flags: ["repair"] + Flags.store,
         example: """
-            registryd check --data-dir /var/lib/registryd
+            registryd check --repair --data-dir /var/lib/registryd
+            added owner entry for push token of "alice"/"d1"
+            repair: 1 fix(es): owner entries added 1
             ok: every index agrees with its records
             """)
 
+    static let fixLines = 100
+
     static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
-        let problems = try store.check()
+        let repairing = arguments.isSet("repair")
+        if repairing {
+            let progress = ProgressLine("repair", unit: .entries, total: nil)
+            let report = try Blocking.result {
+                try await store.repairIndexes(lineLimit: fixLines, progress: { done in progress.update(done) })
+            }.get()
+            progress.finish()
+            for line in report.lines { print(line) }
+            if report.linesLeftOut > 0 { print("... and \(report.linesLeftOut) more") }
+            print(report.summary)
+        }
+        let progress = ProgressLine("check", unit: .entries, total: nil)
+        let problems = try store.check(progress: { done in progress.update(done) })
+        progress.finish()
         for problem in problems { print(problem) }
-        print(problems.isEmpty ? "ok: every index agrees with its records" : "\(problems.count) problem(s) found")
+        if problems.isEmpty {
+            print("ok: every index agrees with its records")
+        } else {
+            print(repairing ? "\(problems.count) problem(s) remain after the repair" : "\(problems.count) problem(s) found")
+        }
         return problems.isEmpty ? 0 : 1
     }
 }

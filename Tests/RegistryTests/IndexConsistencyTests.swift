@@ -1,5 +1,6 @@
 import Foundation
-import Registry
+import LMDB
+@testable import Registry
 import Testing
 
 /// Every index is written in the same transaction as its record: after any
@@ -38,6 +39,54 @@ struct IndexConsistencyTests {
         #expect(try s.stats() == StoreStats(devices: 0, pushTokens: 0, pushToStartTokens: 0, activityTokens: 0, tombstones: 0,
                                              mapSizeBytes: s.stats().mapSizeBytes, usedBytes: s.stats().usedBytes,
                                              lastSweepAt: f.clock.now()))
+    }
+
+    /// Two records holding one token break the one-owner rule even when the
+    /// owner entry names one of them: feedback for the token removes it from
+    /// that one only. `check` must say so (it used to accept any owner entry
+    /// whose holder held the token, so only the rewritten record's old owner
+    /// entry showed).
+    @Test func checkReportsATokenHeldByTwoRecords() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        try await f.store.register("alice", "d2", token: 2)
+        try f.corrupt { txn, schema in
+            var value = try TokenValue(decoding: txn.get(StoreKey.device("alice", "d2"), in: schema.pushTokens)!)
+            value.token = apnsToken(1)
+            try txn.put(value.encoded(), for: StoreKey.device("alice", "d2"), in: schema.pushTokens)
+        }
+        let problems = try f.lmdb.check()
+        #expect(problems.contains("push token \"alice\"/\"d2\": the same token is also held by \"alice\"/\"d1\""), "\(problems)")
+        #expect(problems.count == 2, "and token 2's owner entry names a holder that no longer holds it: \(problems)")
+    }
+
+    /// `check(progress:)` reports how far it got every 1,000 entries and at
+    /// the end, and finds the same problems as without it.
+    @Test func checkReportsProgressWithoutChangingItsResult() async throws {
+        let f = try makeStore(); defer { f.close() }
+        let store = f.store
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<300 { group.addTask { try await store.register("u\(i)", "d", token: i) } }
+            try await group.waitForAll()
+        }
+        try f.corrupt { txn, schema in _ = try txn.delete(StoreKey.tokenOwner(apnsToken(7), .push), in: schema.tokenOwners) }
+        var seen: [Int] = []
+        let problems = try f.lmdb.check(progress: { seen.append($0) })
+        #expect(problems == (try f.lmdb.check()))
+        #expect(problems == ["push token \"u7\"/\"d\": no owner entry"])
+        // 300 devices, push tokens and expiry entries, 299 owner entries.
+        #expect(seen == [1_000, 1_199])
+    }
+
+    /// An unreadable device value that still has tokens is reported; it
+    /// used to make `check` throw at the first of its tokens (which asked
+    /// for the decoded device only to see whether it exists).
+    @Test func checkReportsAnUnreadableDeviceThatHoldsTokens() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        try f.corrupt { txn, schema in try txn.put([1, 0, 7], for: StoreKey.device("alice", "d1"), in: schema.devices) }
+        #expect(Set(try f.lmdb.check()) == ["device \"alice\"/\"d1\": unreadable value",
+                                             "expiry entry device \"alice\"/\"d1\": no record"])
     }
 
     @Test func aStoreDroppedWithoutShutdownClosesItsEnvironment() async throws {

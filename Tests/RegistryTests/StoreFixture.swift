@@ -1,6 +1,6 @@
 import Foundation
 import LMDB
-import Registry
+@testable import Registry
 import Synchronization
 
 /// A clock the test moves by hand, so expiry is tested without sleeping.
@@ -41,6 +41,34 @@ final class StoreFixture {
     func reopen() throws {
         lmdb.shutdown()
         lmdb = try LMDBRegistryStore(configuration: configuration)
+    }
+
+    /// Breaks the store on purpose: `body`'s raw writes, in one LMDB write
+    /// transaction beside the store's writer, touch a record or an index
+    /// without the others that the store keeps in step with it.
+    func corrupt(_ body: (WriteTransaction, Schema) throws -> Void) throws {
+        let schema = lmdb.schema
+        try lmdb.environment.write { txn in try body(txn, schema) }
+    }
+
+    /// Every entry of every database but `meta`, by database name.
+    func entries() throws -> [String: [[UInt8]: [UInt8]]] {
+        let schema = lmdb.schema
+        let databases = [("devices", schema.devices), ("pushTokens", schema.pushTokens), ("pushToStart", schema.pushToStart),
+                         ("activityTokens", schema.activityTokens), ("deviceActivities", schema.deviceActivities),
+                         ("tokenOwners", schema.tokenOwners), ("expiry", schema.expiry), ("tombstones", schema.tombstones)]
+        return try lmdb.environment.read { txn in
+            var all: [String: [[UInt8]: [UInt8]]] = [:]
+            for (name, db) in databases {
+                var entries: [[UInt8]: [UInt8]] = [:]
+                try txn.scan(db) { key, value in
+                    entries[key] = value
+                    return true
+                }
+                all[name] = entries
+            }
+            return all
+        }
     }
 
     /// Shuts down and removes the directory.

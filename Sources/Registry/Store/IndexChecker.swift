@@ -7,12 +7,23 @@ struct IndexChecker {
     let read: RecordReader
     let schema: Schema
     let limit: Int
+    /// Called with the number of entries visited so far, every
+    /// `progressInterval` entries and once at the end.
+    let progress: ((_ entriesDone: Int) -> Void)?
+    static let progressInterval = 1_000
     private(set) var problems: [String] = []
+    private var visited = 0
 
-    init(read: RecordReader, schema: Schema, limit: Int) {
+    init(read: RecordReader, schema: Schema, limit: Int, progress: ((_ entriesDone: Int) -> Void)? = nil) {
         self.read = read
         self.schema = schema
         self.limit = limit
+        self.progress = progress
+    }
+
+    private mutating func tick() {
+        visited += 1
+        if visited % Self.progressInterval == 0 { progress?(visited) }
     }
 
     private mutating func problem(_ text: String) {
@@ -25,7 +36,11 @@ struct IndexChecker {
 
     mutating func run() throws {
         var expiry = Set<[UInt8]>()
-        try read.txn.scan(schema.expiry) { key, _ in expiry.insert(key); return true }
+        try read.txn.scan(schema.expiry) { key, _ in
+            expiry.insert(key)
+            tick()
+            return true
+        }
         var referenced = Set<[UInt8]>()
 
         try eachEntry(schema.devices) { key, value, this in
@@ -43,14 +58,14 @@ struct IndexChecker {
         for kind in [TokenKind.push, .pushToStart] {
             try eachEntry(schema.database(kind)) { key, value, this in
                 guard let parts = StoreKey.decode(key), parts.count == 2 else { this.problem("\(kind) token: malformed key"); return }
-                if try this.read.device(parts[0], parts[1]) == nil { this.problem("\(kind) token \(this.describe(key)): no device") }
+                if try !this.hasDevice(parts[0], parts[1]) { this.problem("\(kind) token \(this.describe(key)): no device") }
                 guard let token = try? TokenValue(decoding: value) else { this.problem("\(kind) token \(this.describe(key)): unreadable"); return }
-                if try this.read.owner(of: token.token, kind) == nil { this.problem("\(kind) token \(this.describe(key)): no owner entry") }
+                try this.checkOwner(token, kind, heldAt: key, "\(kind) token")
             }
         }
         try eachEntry(schema.activityTokens) { key, value, this in
             guard let parts = StoreKey.decode(key), parts.count == 3 else { this.problem("activity token: malformed key"); return }
-            if try this.read.device(parts[1], parts[2]) == nil { this.problem("activity token \(this.describe(key)): no device") }
+            if try !this.hasDevice(parts[1], parts[2]) { this.problem("activity token \(this.describe(key)): no device") }
             if try this.read.txn.get(StoreKey.deviceActivity(parts[1], parts[2], parts[0]), in: this.schema.deviceActivities) == nil {
                 this.problem("activity token \(this.describe(key)): no device-activity entry")
             }
@@ -58,7 +73,7 @@ struct IndexChecker {
             let entry = ExpiryKey(at: token.updatedAt, kind: .activityToken, recordKey: key).bytes
             if !expiry.contains(entry) { this.problem("activity token \(this.describe(key)): no expiry entry") }
             referenced.insert(entry)
-            if try this.read.owner(of: token.token, .activity) == nil { this.problem("activity token \(this.describe(key)): no owner entry") }
+            try this.checkOwner(token, .activity, heldAt: key, "activity token")
         }
         try eachEntry(schema.deviceActivities) { key, _, this in
             guard let parts = StoreKey.decode(key), parts.count == 3 else { this.problem("device-activity: malformed key"); return }
@@ -84,12 +99,30 @@ struct IndexChecker {
         for entry in expiry.subtracting(referenced) {
             problem("expiry entry \(ExpiryKey(bytes: entry).map { "\($0.kind) \(describe($0.recordKey))" } ?? "<malformed>"): no record")
         }
+        progress?(visited)
+    }
+
+    /// Whether the device record exists, readable or not: an unreadable one
+    /// is reported once, by the devices walk, instead of making every token
+    /// of it throw the whole check.
+    private func hasDevice(_ user: String, _ device: String) throws -> Bool {
+        try read.txn.get(StoreKey.device(user, device), in: schema.devices) != nil
+    }
+
+    /// The token's owner entry must name this very record. One naming
+    /// another record that holds the same token means two records hold it:
+    /// the one-owner rule is broken (lookups find only one of them).
+    private mutating func checkOwner(_ token: TokenValue, _ kind: TokenKind, heldAt key: [UInt8], _ what: String) throws {
+        guard let owner = try read.owner(of: token.token, kind) else { return problem("\(what) \(describe(key)): no owner entry") }
+        let named = read.tokenKey(kind, owner)
+        if named != key { problem("\(what) \(describe(key)): the same token is also held by \(describe(named))") }
     }
 
     private mutating func eachEntry(_ db: Database,
                                     _ body: ([UInt8], [UInt8], inout IndexChecker) throws -> Void) throws {
         var this = self
         try read.txn.scan(db) { key, value in
+            this.tick()
             try body(key, value, &this)
             return true
         }

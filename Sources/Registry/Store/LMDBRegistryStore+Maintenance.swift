@@ -53,12 +53,53 @@ extension LMDBRegistryStore {
 
     /// Reads every database and checks each index against its records.
     /// Returns the problems found (at most `limit`); empty means consistent.
-    public func check(limit: Int = 100) throws -> [String] {
+    /// `progress`, when given, is called on the caller's thread with the
+    /// number of entries visited so far, every 1,000 entries and once at
+    /// the end (one read transaction: it only reports, it changes nothing).
+    public func check(limit: Int = 100, progress: ((_ entriesDone: Int) -> Void)? = nil) throws -> [String] {
         try reading { read in
-            var checker = IndexChecker(read: read, schema: schema, limit: limit)
+            var checker = IndexChecker(read: read, schema: schema, limit: limit, progress: progress)
             try checker.run()
             return checker.problems
         }
+    }
+}
+
+extension LMDBRegistryStore {
+    /// Rebuilds every index from the records (`IndexRepair`): puts back
+    /// missing entries, corrects wrong ones, deletes those no record backs,
+    /// removes tokens whose device is gone, and settles a token two records
+    /// hold (the holder updated later keeps it). Safe beside a running
+    /// server, in this process or another: each bounded step (at most
+    /// `batchSize` entries, and at most `stepBudget` once past the first) is
+    /// one command of the group-commit writer and decides only from what it
+    /// reads in its own transaction. On a consistent store it only reads:
+    /// the data file stays byte for byte as it was.
+    ///
+    /// `progress` is called on the caller's task after every step with the
+    /// number of entries (records and index entries) visited so far. A
+    /// cancelled task stops between two steps with `CancellationError`;
+    /// what was fixed stays fixed. The report keeps the first `lineLimit`
+    /// fixes as lines.
+    public func repairIndexes(batchSize: Int = 500, stepBudget: Duration = .milliseconds(4), lineLimit: Int = 100,
+                              progress: ((_ recordsDone: Int) -> Void)? = nil) async throws -> RepairReport {
+        try environment.checkStaleReaders()
+        let repair = IndexRepair(schema: schema, batchSize: batchSize, stepBudget: stepBudget, lineLimit: lineLimit)
+        var report = RepairReport()
+        var done = 0
+        for walk in IndexRepair.Walk.allCases {
+            var start: [UInt8]?
+            repeat {
+                try Task.checkCancellation()
+                let from = start
+                let step = try await writing { writer in try repair.step(walk, writer, from: from) }
+                report.add(step.report, lineLimit: repair.lineLimit)
+                done += step.visited
+                progress?(done)
+                start = step.resume
+            } while start != nil
+        }
+        return report
     }
 }
 
