@@ -9,6 +9,7 @@
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/err.h>
+#include <openssl/rand.h>
 
 /*
  * Public keys are built here rather than in Swift because OSSL_PARAM_BLD and
