@@ -152,3 +152,14 @@ import Testing
         #expect(failures.load(ordering: .relaxed) == 0)
     }
 }
+
+/// Prints the throughput (debug build here; see TokenSealingBenchmark for a release measurement).
+@Suite struct TokenSealingBenchmarkTests {
+    @Test func benchmarkRunsAndPrints() throws {
+        for threads in [1, 2] {
+            let result = try TokenSealingBenchmark.run(threads: threads, duration: .milliseconds(300))
+            print("TokenSealingBenchmark (debug build): \(result)")
+            #expect(result.sealOpenPairsPerSecond > 0 && result.indexKeysPerSecond > 0)
+        }
+    }
+}
