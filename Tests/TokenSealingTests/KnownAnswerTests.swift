@@ -52,17 +52,16 @@ import Testing
         let whole = AESGCM.seal(key: key, nonce: nonce, associatedData: aad, plaintext: plaintext)
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
         var tag = [UInt8](repeating: 0, count: 16)
-        let sealed = key.withUnsafeBytes { key in
-            nonce.withUnsafeBytes { nonce in
-                aad.withUnsafeBytes { aad in
-                    plaintext.withUnsafeBytes { plaintext in
-                        ciphertext.withUnsafeMutableBytes { ciphertext in
-                            tag.withUnsafeMutableBytes { tag in
-                                AESGCM.seal(key: key, nonce: nonce,
-                                            associatedData: UnsafeRawBufferPointer(rebasing: aad[..<7]),
-                                            moreAssociatedData: UnsafeRawBufferPointer(rebasing: aad[7...]),
-                                            plaintext: plaintext, ciphertext: ciphertext, tag: tag)
-                            }
+        let prepared = AESGCM.Key(key)
+        let sealed = nonce.withUnsafeBytes { nonce in
+            aad.withUnsafeBytes { aad in
+                plaintext.withUnsafeBytes { plaintext in
+                    ciphertext.withUnsafeMutableBytes { ciphertext in
+                        tag.withUnsafeMutableBytes { tag in
+                            prepared.seal(nonce: nonce,
+                                          associatedData: UnsafeRawBufferPointer(rebasing: aad[..<7]),
+                                          moreAssociatedData: UnsafeRawBufferPointer(rebasing: aad[7...]),
+                                          plaintext: plaintext, ciphertext: ciphertext, tag: tag)
                         }
                     }
                 }
@@ -110,5 +109,15 @@ import Testing
     ])
     func hmacSHA256RFC4231(vector: (key: String, data: String, mac: String)) {
         #expect(Hex.encode(HMACSHA256.tag(message: hex(vector.data), key: hex(vector.key))) == vector.mac)
+    }
+
+    /// A message fed in parts is tagged as their concatenation, and a prepared key gives the same tag every time.
+    @Test func hmacPartsAreConcatenated() {
+        let key = HMACSHA256.Key(Array("Jefe".utf8))
+        let parts = ["what do ya ", "", "want for nothing?"].map { Array($0.utf8) }
+        for _ in 0..<3 {
+            let tag = parts[0].withUnsafeBytes { a in parts[1].withUnsafeBytes { b in parts[2].withUnsafeBytes { c in key.tag(a, b, c) } } }
+            #expect(Hex.encode(tag) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        }
     }
 }
