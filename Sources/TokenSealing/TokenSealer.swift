@@ -28,10 +28,11 @@ import Glibc
 /// **Why the indexes use HMAC, not the ciphertext:** sealing is randomised,
 /// so the same token seals to a different value every time and a sealed
 /// value cannot be looked up. A keyed hash is deterministic (one token, one
-/// index key) yet, without the index key, reveals nothing and cannot be
-/// checked against a guessed token: a plain SHA-256 of a token could be
-/// (tokens have structure). It never needs reversing, so the index key,
-/// unlike the sealing keys, never rotates (see `TokenKeyRing`).
+/// index key) yet, without the index key, reveals nothing: an unkeyed
+/// SHA-256 would let anyone holding a candidate token (from a sender's logs,
+/// another leak) confirm that a backup holds it, and find whose record it
+/// is. Index keys are never reversed, so the index key need not, and does
+/// not, rotate with the sealing keys (see `TokenKeyRing`).
 ///
 /// **What a backup without the key file discloses:** no token. It does show
 /// how many tokens there are, each token's length (GCM does not pad; APNs
@@ -83,9 +84,9 @@ public struct TokenSealer: Sendable {
     }
 
     /// `token` sealed under the ring's current key, bound to `context`.
-    /// Never fails: OpenSSL fails only when it cannot allocate or its random
-    /// generator cannot be seeded, and both stop the process (a token must
-    /// not be stored unsealed, nor sealed with a predictable nonce).
+    /// Never fails: OpenSSL fails only when it cannot allocate, and
+    /// getentropy only without a kernel random source; both stop the process
+    /// (a token must not be stored unsealed, nor under a predictable nonce).
     public func seal(_ token: [UInt8], context: [UInt8] = []) -> [UInt8] {
         var nonce: (UInt32, UInt32, UInt32) = (0, 0, 0)  // 12 bytes, on the stack
         let drawn = withUnsafeMutableBytes(of: &nonce) { getentropy($0.baseAddress, $0.count) }

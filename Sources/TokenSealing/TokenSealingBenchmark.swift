@@ -5,6 +5,15 @@ import Synchronization
 /// or a test to print: how many seal-then-open pairs, and how many index
 /// keys, one sealer manages per second on `threads` threads at once.
 /// Numbers from a debug build say little; measure a release build.
+///
+/// Measured with a release build (OpenSSL 3.0.19, 2-core AMD EPYC shared
+/// with other builds, hence the spread; 32-byte tokens, 2 s per figure, 6
+/// runs): one thread 460,000-640,000 seal+open pairs/s (about 1.8 µs a pair)
+/// and 1.1-1.45 million index keys/s (about 0.8 µs); two threads 0.7-1.15
+/// million pairs/s and 1.05-2.2 million index keys/s. Keying a fresh OpenSSL
+/// context on every call, with `RAND_bytes` nonces and one-shot `HMAC()`,
+/// had given 225,000-355,000 pairs/s and 390,000-610,000 index keys/s on
+/// one thread.
 public enum TokenSealingBenchmark {
     public struct Result: Sendable, CustomStringConvertible {
         public let threads: Int
