@@ -15,6 +15,9 @@ import PackageDescription
 /// on the server's targets, so an app adds it alone.
 /// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
 /// OpenSSL) know nothing of the registry, so each is tested on its own.
+/// `TokenSealing` (AES-256-GCM sealing and HMAC-SHA-256 index keys for
+/// tokens at rest, and their key file) depends only on `COpenSSL` and
+/// `Codecs`; nothing uses it yet.
 let package = Package(
     name: "registryd",
     // iOS: only RegistryClient is meant for it (Duration and ContinuousClock need iOS 16).
@@ -38,6 +41,7 @@ let package = Package(
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
+        .target(name: "TokenSealing", dependencies: ["COpenSSL", "Codecs"]),
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON",
                                                             "Lifecycle", "Codecs"]),
@@ -51,6 +55,7 @@ let package = Package(
         .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB", "Codecs"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs"]),
+        .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON"]),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient"]),
         // Replays tools/fuzz's seeds and kept findings through the same harnesses (Harness/).

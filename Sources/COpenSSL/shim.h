@@ -61,3 +61,23 @@ static inline EVP_PKEY *registry_p256_public_key(const unsigned char *point, siz
     OSSL_PARAM_BLD_free(builder);
     return key;
 }
+
+/*
+ * An HMAC-SHA-256 context keyed with `key`, for EVP_MAC_CTX_dup (the
+ * "digest" parameter's name must outlive the OSSL_PARAM, hence C). NULL on
+ * any failure, with the OpenSSL error queue left for the caller to clear.
+ */
+static inline EVP_MAC_CTX *registry_hmac_sha256_context(const unsigned char *key, size_t key_length) {
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *context = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    EVP_MAC_free(mac); /* the context holds its own reference */
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+        OSSL_PARAM_construct_end(),
+    };
+    if (context && EVP_MAC_init(context, key, key_length, params) != 1) {
+        EVP_MAC_CTX_free(context);
+        context = NULL;
+    }
+    return context;
+}
