@@ -140,16 +140,26 @@ public struct TokenSealer: Sendable {
         guard let key = prepared.sealingKey(id: sealed[1]) else { throw .unknownKey(sealed[1]) }
         let length = sealed.count - Self.overhead
         let ciphertextStart = Self.headerLength + Self.nonceLength
-        var opened = false
-        let token = [UInt8](unsafeUninitializedCapacity: length) { output, initialized in
-            opened = context.withUnsafeBytes { context in
+        func open(into output: UnsafeMutableRawBufferPointer) -> Bool {
+            context.withUnsafeBytes { context in
                 key.open(nonce: UnsafeRawBufferPointer(rebasing: sealed[Self.headerLength..<ciphertextStart]),
                          associatedData: UnsafeRawBufferPointer(rebasing: sealed[..<Self.headerLength]),
                          moreAssociatedData: context,
                          ciphertext: UnsafeRawBufferPointer(rebasing: sealed[ciphertextStart..<(ciphertextStart + length)]),
                          tag: UnsafeRawBufferPointer(rebasing: sealed[(ciphertextStart + length)...]),
-                         plaintext: UnsafeMutableRawBufferPointer(output))
+                         plaintext: output)
             }
+        }
+        // An empty token skips Array(unsafeUninitializedCapacity: 0), which
+        // writes the count into the shared empty-array singleton (a race
+        // ThreadSanitizer reports when threads do it at once).
+        guard length > 0 else {
+            guard open(into: UnsafeMutableRawBufferPointer(start: nil, count: 0)) else { throw .authenticationFailed }
+            return []
+        }
+        var opened = false
+        let token = [UInt8](unsafeUninitializedCapacity: length) { output, initialized in
+            opened = open(into: UnsafeMutableRawBufferPointer(output))
             // Key.open zeroes the buffer when it refuses, so it is initialised either way.
             initialized = length
         }
