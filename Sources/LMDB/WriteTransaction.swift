@@ -26,6 +26,13 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
+    /// Deletes every entry of `db` (`mdb_drop` without deleting the
+    /// database itself): what a schema migration leaves of an old database.
+    public func empty(_ db: Database) throws {
+        let txn = try live()
+        try track(mdb_drop(txn, db.dbi, 0))
+    }
+
     /// Returns false when the key was not there.
     @discardableResult
     public func delete(_ key: [UInt8], in db: Database) throws -> Bool {

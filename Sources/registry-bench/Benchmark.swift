@@ -1,3 +1,4 @@
+import TokenSealing
 import Foundation
 import Registry
 import Synchronization
@@ -65,7 +66,7 @@ struct Benchmark {
         let directory = FileManager.default.currentDirectoryPath + "/.registry-bench-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let batches = Mutex((count: 0, commands: 0))
-        var configuration = LMDBRegistryStore.Configuration(directory: directory)
+        var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: try TokenKeyRing.generate())
         configuration.maxBatchSize = maxBatchSize
         configuration.onCommit = { report in batches.withLock { $0.count += 1; $0.commands += report.commands } }
         let store = try LMDBRegistryStore(configuration: configuration)

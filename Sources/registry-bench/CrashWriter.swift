@@ -1,3 +1,4 @@
+import TokenSealing
 import Foundation
 import Registry
 
@@ -11,7 +12,8 @@ import Registry
 enum CrashWriter {
     static func run(directory: String, count: Int) async {
         do {
-            let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: directory))
+            let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(
+                directory: directory, tokenKeys: try BenchKeys.ring(forEnvironment: directory)))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for i in 0..<count {
                     group.addTask {

@@ -1,3 +1,4 @@
+import TokenSealing
 import Foundation
 import Glibc
 import Registry
@@ -17,7 +18,7 @@ enum GrowthLimitProbe {
             say("skipped: built with \(name)")
             exit(5)
         }
-        var configuration = LMDBRegistryStore.Configuration(directory: directory)
+        var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: try! BenchKeys.ring(forEnvironment: directory))
         configuration.initialMapSize = 1 << 20
         let store: LMDBRegistryStore
         do {

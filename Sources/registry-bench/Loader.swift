@@ -1,3 +1,4 @@
+import TokenSealing
 import Foundation
 import Registry
 import Synchronization
@@ -156,7 +157,8 @@ enum Loader {
 
     static func run(_ options: LoadOptions) async {
         let data = BenchDataSet(options, nowMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
-        var configuration = LMDBRegistryStore.Configuration(directory: options.directory)
+        var configuration = LMDBRegistryStore.Configuration(
+            directory: options.directory, tokenKeys: try! BenchKeys.ring(forEnvironment: options.directory))
         // Start the map near its final size: every growth re-runs a whole batch.
         configuration.initialMapSize = max(64 << 20, min(options.devices * 1_500, 1 << 38))
         configuration.maxBatchSize = 1_000

@@ -22,12 +22,14 @@ enum BackupCommand: OperatorCommand {
             DIR/backup.json (when, schema version, counts). DIR is a data directory: restore by
             stopping the server and serving (or moving) DIR; check it with
             `registryd check --data-dir DIR`. The copy holds every token: keep it like the data
-            directory. Secrets (DIR/secrets: the generated JWT secret and internal API key) are
-            copied only with --with-secrets; without them, a server started on the copy generates
-            new ones, so give it the old key files (--jwt-hs256-secret-file,
-            --internal-api-key-file) or every client's credential stops working. With them, the
-            backup alone lets its holder mint device JWTs and call the internal API: store it
-            where only operators can read it. Key files given by flags are never copied.
+            directory. Tokens in it are sealed: without the token keys (DIR/secrets/token-keys or
+            --token-key-file) it discloses no token and cannot be served. Secrets (DIR/secrets:
+            the token keys, the generated JWT secret and internal API key) are copied only with
+            --with-secrets; without them, restore with the old key files
+            (--token-key-file, --jwt-hs256-secret-file, --internal-api-key-file). With them, the
+            backup alone discloses every token and lets its holder mint device JWTs and call the
+            internal API: store it where only operators can read it. Key files given by flags
+            are never copied.
             """,
         flags: ["to", "with-secrets"] + Flags.store,
         example: """
@@ -125,9 +127,7 @@ enum BackupCommand: OperatorCommand {
 
     /// Opens the copy as `serve` would and counts what it holds.
     private static func statsOfCopy(_ target: DataDirectory, _ settings: Settings) throws -> StoreStats {
-        var configuration = settings.store
-        configuration.directory = target.lmdb
-        let copy = try LMDBRegistryStore(configuration: configuration)
+        let copy = try settings.openStore(.existing, lmdbDirectory: target.lmdb)
         defer { copy.shutdown() }
         return try copy.stats()
     }

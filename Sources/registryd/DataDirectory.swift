@@ -5,7 +5,7 @@
 /// | path | holds |
 /// | --- | --- |
 /// | `lmdb/` | the LMDB environment (`data.mdb`, `lock.mdb`) |
-/// | `secrets/` | generated secrets (0700; files 0600) |
+/// | `secrets/` | generated secrets (0700; files 0600), `token-keys` among them |
 /// | `registryd.lock` | `serve`'s lock, holding its pid |
 /// | `backup.json` | in a backup: when it was taken, schema version, counts |
 struct DataDirectory: Sendable {
@@ -13,6 +13,8 @@ struct DataDirectory: Sendable {
 
     var lmdb: String { path + "/lmdb" }
     var secrets: String { path + "/secrets" }
+    /// The keys tokens are sealed and indexed with, unless `--token-key-file` names others.
+    var tokenKeys: String { secrets + "/token-keys" }
     var lockFile: String { path + "/registryd.lock" }
     var backupManifest: String { path + "/backup.json" }
 }

@@ -47,6 +47,9 @@ enum Flags {
         Flag(name: "jwt-audience", value: "S", summary: "required `aud` of device JWTs", defaultValue: "not checked"),
         Flag(name: "internal-api-key-file", value: "F", summary: "bearer key of the internal API (at least 32 bytes)",
              defaultValue: "generated in DIR/secrets/internal-api.key"),
+        Flag(name: "token-key-file", value: "F",
+             summary: "the keys tokens are sealed and indexed with at rest (guard and back up like a password)",
+             defaultValue: "generated in DIR/secrets/token-keys"),
         // Per-command flags: they describe one run, so no environment variable sets them.
         Flag(name: "user", value: "U", summary: "the JWT's subject (a user id)", defaultValue: nil, readsEnvironment: false),
         Flag(name: "ttl", value: "D", summary: "the JWT's lifetime", defaultValue: "1h", readsEnvironment: false),
@@ -56,7 +59,7 @@ enum Flags {
              readsEnvironment: false),
         Flag(name: "to", value: "DIR", summary: "the backup's directory: absent or empty", defaultValue: nil, readsEnvironment: false),
         Flag(name: "with-secrets", value: nil,
-             summary: "also copy DIR/secrets (the generated JWT secret and internal API key) into the backup",
+             summary: "also copy DIR/secrets (token keys, JWT secret, internal API key) into the backup",
              defaultValue: nil, readsEnvironment: false),
         Flag(name: "from", value: "FILE", summary: "export lines to read", defaultValue: "standard input", readsEnvironment: false),
         Flag(name: "repair", value: nil, summary: "rebuild every index from the records, then check again", defaultValue: nil,
@@ -70,7 +73,7 @@ enum Flags {
 
     /// The data directory and the store's rules: every command that opens a registry.
     static let store = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user", "max-activities-per-device",
-                        "log-level"]
+                        "token-key-file", "log-level"]
     static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
     static let serve = store + ["listen", "sweep-interval", "max-connections", "max-connections-per-address",
                                 "header-timeout", "body-timeout"] + auth

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import JWT
 import Registry
+import TokenSealing
 import RegistryHTTP
 
 /// Everything `serve` and the operator subcommands are configured with,
@@ -25,6 +26,8 @@ struct Settings {
     var issuer: String?
     var audience: String?
     var internalAPIKeyFile: String?
+    /// `--token-key-file`; `DIR/secrets/token-keys` when nil.
+    var tokenKeyFile: String?
     var sweepInterval: Duration = .seconds(3600)
     var logLevel = Logger.Level.info
 
@@ -33,7 +36,8 @@ struct Settings {
             guard !value.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
             dataDirectory = value
         }
-        store = LMDBRegistryStore.Configuration(directory: DataDirectory(path: dataDirectory).lmdb)
+        store = LMDBRegistryStore.Configuration(directory: DataDirectory(path: dataDirectory).lmdb,
+                                                tokenKeys: Self.placeholderKeys)
         if let (value, source) = arguments.value("listen") {
             guard let address = ValueParsing.listenAddress(value) else {
                 throw Arguments.Failure(description: "\(source) must be HOST:PORT with an IP address or localhost, e.g. 127.0.0.1:8080 or [::1]:8080")
@@ -43,6 +47,7 @@ struct Settings {
         hs256SecretFile = try Self.nonEmpty(arguments, "jwt-hs256-secret-file")
         jwksFile = try Self.nonEmpty(arguments, "jwt-jwks-file")
         internalAPIKeyFile = try Self.nonEmpty(arguments, "internal-api-key-file")
+        tokenKeyFile = try Self.nonEmpty(arguments, "token-key-file")
         issuer = try Self.nonEmpty(arguments, "jwt-issuer")
         audience = try Self.nonEmpty(arguments, "jwt-audience")
         store.deviceTTL = try Self.duration(arguments, "device-ttl") ?? store.deviceTTL
@@ -89,6 +94,12 @@ struct Settings {
     }
 
     var layout: DataDirectory { DataDirectory(path: dataDirectory) }
+
+    /// Stands in until `openStore` reads the key file (nothing is read or
+    /// written while flags are parsed); never used to open a store.
+    private static let placeholderKeys = try! TokenKeyRing(
+        indexKey: [UInt8](repeating: 1, count: 32),
+        sealingKeys: [try! .init(id: 1, bytes: [UInt8](repeating: 2, count: 32))], currentKeyID: 1)
     var secretsDirectory: String { layout.secrets }
 
     private static func nonEmpty(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {

@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import TokenSealing
 import Registry
 import RegistryHTTP
 
@@ -17,12 +19,16 @@ extension Settings {
 
     /// Opens the store; with `metrics`, every commit and sweep step is
     /// recorded there; `onSweepStep` (a command's progress line) sees each sweep step.
-    func openStore(_ opening: StoreOpening, metrics: RegistryMetrics? = nil,
+    /// `lmdbDirectory` opens another environment (a backup's) with the same settings and keys.
+    func openStore(_ opening: StoreOpening, lmdbDirectory: String? = nil, metrics: RegistryMetrics? = nil,
                    onSweepStep: (@Sendable (SweepBatchReport) -> Void)? = nil) throws -> LMDBRegistryStore {
-        if opening == .existing, !FileManager.default.fileExists(atPath: store.directory) {
+        var configuration = store
+        if let lmdbDirectory { configuration.directory = lmdbDirectory }
+        if opening == .existing, !FileManager.default.fileExists(atPath: configuration.directory) {
             throw Arguments.Failure(description: "--data-dir: no registry at '\(dataDirectory)'")
         }
-        var configuration = store
+        let keys = try tokenKeys()
+        configuration.tokenKeys = keys.ring
         if let metrics { configuration.onCommit = { report in metrics.recordCommit(report) } }
         if metrics != nil || onSweepStep != nil {
             configuration.onSweepBatch = { report in
@@ -30,6 +36,26 @@ extension Settings {
                 onSweepStep?(report)
             }
         }
-        return try LMDBRegistryStore(configuration: configuration)
+        do {
+            return try LMDBRegistryStore(configuration: configuration)
+        } catch let error as RegistryOpenError {
+            guard case .wrongTokenKeys = error else { throw error }
+            // A key file generated just now for a registry that has one elsewhere: do not leave it behind.
+            if keys.generated { unlink(keys.path) }
+            throw Arguments.Failure(description: "--token-key-file: \(error)")
+        }
+    }
+
+    /// The token keys: `--token-key-file`, which must exist, or
+    /// `DIR/secrets/token-keys`, generated on first start (0600, atomic).
+    func tokenKeys() throws(Arguments.Failure) -> (ring: TokenKeyRing, path: String, generated: Bool) {
+        do {
+            if let path = tokenKeyFile { return (try TokenKeyFile.load(path: path), path, false) }
+            let path = layout.tokenKeys
+            let (ring, created) = try TokenKeyFile.loadOrGenerate(path: path)
+            return (ring, path, created)
+        } catch {
+            throw Arguments.Failure(description: "--token-key-file: \(error)")
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TokenSealing
 @testable import Registry
 import Testing
 
@@ -10,7 +11,9 @@ extension ExecutableTests {
     private func brokenRegistry(in directory: String,
                                 _ damage: @escaping @Sendable (RecordWriter) throws -> Void) async throws -> String {
         let data = directory + "/registry-data"
-        let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: data + "/lmdb"))
+        // The key file registryd reads for this data directory.
+        let keys = try TokenKeyFile.loadOrGenerate(path: data + "/secrets/token-keys").ring
+        let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: data + "/lmdb", tokenKeys: keys))
         defer { store.shutdown() }
         _ = try await store.registerDevice(DeviceRegistration(userId: "alice", deviceId: "d1",
                                                               pushToken: .set(String(repeating: "a", count: 64))))
@@ -24,7 +27,7 @@ extension ExecutableTests {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let data = try await brokenRegistry(in: directory) { writer in
-            _ = try writer.txn.delete(StoreKey.tokenOwner(String(repeating: "a", count: 64), .push), in: writer.schema.tokenOwners)
+            _ = try writer.txn.delete(writer.vault.ownerKey(String(repeating: "a", count: 64), .push), in: writer.schema.tokenOwners)
         }
         let (broken, found, _) = try run(["check", "--data-dir", data], in: directory)
         #expect(broken == 1)
@@ -48,7 +51,7 @@ extension ExecutableTests {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let data = try await brokenRegistry(in: directory) { writer in
-            try writer.txn.put([1, 0, 7], for: StoreKey.device("alice", "d1"), in: writer.schema.devices)
+            try writer.txn.put([1, 0, 7], for: RecordID(user: "alice", app: "0", device: "d1").key, in: writer.schema.devices)
         }
         let (status, output, errors) = try run(["check", "--repair", "--data-dir", data], in: directory)
         #expect(status == 1, "\(errors)")

@@ -1,4 +1,5 @@
 import Foundation
+import TokenSealing
 import HTTPServer
 import JSON
 import JWT
@@ -86,7 +87,7 @@ struct Harness {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("registryhttp-\(UUID().uuidString)").path
         let clock = TestClock()
-        var configuration = LMDBRegistryStore.Configuration(directory: directory)
+        var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: try TokenKeyRing.generate())
         configuration.maxDevicesPerUser = maxDevicesPerUser
         configuration.deviceTTL = deviceTTL
         configuration.activityTTL = activityTTL

@@ -43,7 +43,7 @@ import Testing
         #expect(serve.contains("env: REGISTRY_MAX_CONNECTIONS_PER_ADDRESS"))
         let (_, backup, _) = try exe.run(["backup", "--help"], in: try exe.makeDirectory())
         #expect(backup.contains("  --with-secrets\n"))
-        #expect(!backup.contains("REGISTRY_TO"), "a per-run flag reads no variable")
+        #expect(!backup.contains("REGISTRY_TO\n"), "a per-run flag reads no variable")
         #expect(!backup.contains("--listen"), "help lists only the command's own flags")
     }
 
@@ -130,21 +130,26 @@ import Testing
         #expect(try Self.mode(directory + "/bk/lmdb") == 0o700)
         #expect(try Self.mode(directory + "/bk/lmdb/data.mdb") == 0o600)
         #expect(!FileManager.default.fileExists(atPath: directory + "/bk/secrets"))
-        let (checkStatus, checkOut, _) = try exe.run(["check", "--data-dir", "bk"], in: directory)
+        // Without secrets the copy's tokens open only with the original key file.
+        let keys = ["--token-key-file", "registry-data/secrets/token-keys"]
+        let (refused, _, refusal) = try exe.run(["check", "--data-dir", "bk"], in: directory)
+        #expect(refused == 2)
+        #expect(refusal.contains("the token key file does not match this registry"), "\(refusal)")
+        let (checkStatus, checkOut, _) = try exe.run(["check", "--data-dir", "bk"] + keys, in: directory)
         #expect(checkStatus == 0, "\(checkOut)")
 
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/bk/backup.json"))) as? [String: Any]
         #expect(manifest?["format"] as? String == "registryd-backup")
-        #expect(manifest?["schemaVersion"] as? Int == 2)
+        #expect(manifest?["schemaVersion"] as? Int == 3)
         let counted = ((manifest?["stats"] as? [String: Any])?["counts"] as? [String: Any])?["devices"] as? Int
-        let (_, stats, _) = try exe.run(["stats", "--json", "--data-dir", "bk"], in: directory)
+        let (_, stats, _) = try exe.run(["stats", "--json", "--data-dir", "bk"] + keys, in: directory)
         let restoredCount = ((try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])?["counts"] as? [String: Any])?["devices"] as? Int
         #expect(counted != nil && counted == restoredCount, "the manifest counts the copy itself")
         #expect((counted ?? 0) > 0 && (counted ?? 0) <= 400)
 
         // Restore: serve the backup with the original internal key; every device the copy counted answers.
         let restored = try ExecutableTests.Server(
-            arguments: ["--data-dir", "bk", "--internal-api-key-file", "registry-data/secrets/internal-api.key"],
+            arguments: ["--data-dir", "bk", "--internal-api-key-file", "registry-data/secrets/internal-api.key"] + keys,
             directory: directory)
         let (lookup, body) = try await exe.request("GET", restored.port, "/internal/v1/users/alice/devices", bearer: key)
         #expect(lookup == 200)
@@ -170,14 +175,17 @@ import Testing
 
         let (status, stdout, stderr) = try exe.run(["backup", "--to", "with", "--with-secrets"], in: directory)
         #expect(status == 0, "\(stderr)")
-        #expect(stdout.contains("secrets copied: internal-api.key, jwt-hs256.secret"))
-        for name in ["internal-api.key", "jwt-hs256.secret"] {
+        #expect(stdout.contains("secrets copied: internal-api.key, jwt-hs256.secret, token-keys"))
+        for name in ["internal-api.key", "jwt-hs256.secret", "token-keys"] {
             #expect(try Self.mode(directory + "/with/secrets/" + name) == 0o600)
             #expect(FileManager.default.contents(atPath: directory + "/with/secrets/" + name)
                     == FileManager.default.contents(atPath: directory + "/registry-data/secrets/" + name))
         }
         let manifest = try String(contentsOfFile: directory + "/with/backup.json", encoding: .utf8)
-        #expect(manifest.contains(#""secretsIncluded":["internal-api.key","jwt-hs256.secret"]"#))
+        #expect(manifest.contains(#""secretsIncluded":["internal-api.key","jwt-hs256.secret","token-keys"]"#))
+        // With its secrets, the backup serves as it is.
+        let (checked, _, checkErr) = try exe.run(["check", "--data-dir", "with"], in: directory)
+        #expect(checked == 0, "\(checkErr)")
     }
 
     // MARK: Export and import

@@ -1,4 +1,5 @@
 import Foundation
+import TokenSealing
 import LMDB
 @testable import Registry
 import Testing
@@ -43,7 +44,9 @@ struct DurabilityTests {
         #expect(printed == "committed 300\n")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
 
-        let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: directory))
+        defer { try? FileManager.default.removeItem(atPath: directory + ".token-keys") }
+        let keys = try TokenKeyFile.load(path: directory + ".token-keys")
+        let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: directory, tokenKeys: keys))
         defer { store.shutdown() }
         for i in 0..<300 {
             let d = try store.device(userId: "crash-user-\(i)", deviceId: "device")
@@ -66,7 +69,9 @@ struct DurabilityTests {
         #expect(printed.contains("read refused: unavailable"))
         #expect(printed.contains("healthy: false"))
 
-        let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: directory))
+        defer { try? FileManager.default.removeItem(atPath: directory + ".token-keys") }
+        let keys = try TokenKeyFile.load(path: directory + ".token-keys")
+        let store = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: directory, tokenKeys: keys))
         defer { store.shutdown() }
         #expect(try store.check().isEmpty)
         #expect(try store.stats().devices > 64)
@@ -150,7 +155,7 @@ struct DurabilityTests {
         try await f.store.register("bob", "d1", token: 2)
         f.lmdb.shutdown()
         let environment = try Environment(Environment.Configuration(path: f.configuration.directory))
-        let devices = try environment.openDatabase("devices")
+        let devices = try environment.openDatabase("v3.devices")
         try environment.write { txn in try txn.put([1, 0, 7], for: StoreKey.device("alice", "d1"), in: devices) }
         environment.close()
         try f.reopen()
@@ -166,9 +171,9 @@ struct DurabilityTests {
         f.lmdb.shutdown()
         let environment = try Environment(Environment.Configuration(path: f.configuration.directory))
         let meta = try environment.openDatabase("meta")
-        try environment.write { txn in try txn.put([1, 3], for: Array("schemaVersion".utf8), in: meta) }
+        try environment.write { txn in try txn.put([1, 4], for: Array("schemaVersion".utf8), in: meta) }
         environment.close()
-        #expect(throws: RegistryOpenError.schemaMismatch(found: 3, expected: 2)) { try f.reopen() }
+        #expect(throws: RegistryOpenError.schemaMismatch(found: 4, expected: 3)) { try f.reopen() }
     }
 
     @Test func shutdownCommitsQueuedWritesThenRefusesNewOnes() async throws {
@@ -198,7 +203,7 @@ struct DurabilityTests {
         let copy = f.directory + "/backup"
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         try f.lmdb.backup(toDirectory: copy)
-        let restored = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: copy))
+        let restored = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: copy, tokenKeys: TestKeys.ring))
         defer { restored.shutdown() }
         #expect(try restored.stats().devices == 20)
         #expect(try restored.device(userId: "u7", deviceId: "d")?.pushToken?.token == apnsToken(7))

@@ -15,7 +15,7 @@ struct EncodingTests {
                 let key = StoreKey.device(user, device)
                 #expect(seen[key] == nil, "\(user.utf8.map { $0 }) / \(device.utf8.map { $0 }) collides")
                 seen[key] = (user, device)
-                #expect(StoreKey.decode(key) == [user, device])
+                #expect(StoreKey.decode(key) == [user, "0", device])
             }
         }
     }
@@ -72,7 +72,7 @@ struct EncodingTests {
 
     @Test func unknownVersionTrailingBytesAndBadEnumsThrow() {
         var token = TokenValue(token: "ab", environment: .production, updatedAt: Timestamp(milliseconds: 1)).encoded()
-        #expect(throws: StoredValueError.self) { try TokenValue(decoding: [2] + token.dropFirst()) }
+        #expect(throws: StoredValueError.self) { try TokenValue(decoding: [3] + token.dropFirst()) }
         #expect(throws: StoredValueError.self) { try TokenValue(decoding: token + [0]) }
         token[1] = 9
         #expect(throws: StoredValueError.self) { try TokenValue(decoding: token) }

@@ -1,7 +1,14 @@
 import Foundation
+import TokenSealing
 import LMDB
 @testable import Registry
 import Synchronization
+
+/// The token keys every in-process test store uses (one ring per test
+/// process, so a store reopened in the same process opens its tokens).
+enum TestKeys {
+    static let ring = try! TokenKeyRing.generate()
+}
 
 /// A clock the test moves by hand, so expiry is tested without sleeping.
 final class TestClock: RegistryClock {
@@ -30,7 +37,7 @@ final class StoreFixture {
     init(configure: (inout LMDBRegistryStore.Configuration) -> Void) throws {
         directory = NSTemporaryDirectory() + "registry-tests-" + UUID().uuidString
         clock = TestClock()
-        var configuration = LMDBRegistryStore.Configuration(directory: directory + "/env")
+        var configuration = LMDBRegistryStore.Configuration(directory: directory + "/env", tokenKeys: TestKeys.ring)
         configuration.clock = clock
         configure(&configuration)
         self.configuration = configuration
@@ -56,7 +63,8 @@ final class StoreFixture {
         let schema = lmdb.schema
         let databases = [("devices", schema.devices), ("pushTokens", schema.pushTokens), ("pushToStart", schema.pushToStart),
                          ("activityTokens", schema.activityTokens), ("deviceActivities", schema.deviceActivities),
-                         ("tokenOwners", schema.tokenOwners), ("expiry", schema.expiry), ("tombstones", schema.tombstones)]
+                         ("tokenOwners", schema.tokenOwners), ("expiry", schema.expiry), ("tombstones", schema.tombstones),
+                         ("history", schema.history)]
         return try lmdb.environment.read { txn in
             var all: [String: [[UInt8]: [UInt8]]] = [:]
             for (name, db) in databases {

@@ -20,9 +20,13 @@ struct ByteWriter {
     mutating func timestamp(_ t: Timestamp) { varint(UInt64(bitPattern: t.milliseconds)) }
 
     mutating func string(_ s: String) {
-        let utf8 = Array(s.utf8)
-        varint(UInt64(utf8.count))
-        bytes.append(contentsOf: utf8)
+        blob(Array(s.utf8))
+    }
+
+    /// Raw bytes with their length first (a sealed token).
+    mutating func blob(_ b: [UInt8]) {
+        varint(UInt64(b.count))
+        bytes.append(contentsOf: b)
     }
 }
 
@@ -72,6 +76,14 @@ struct ByteReader {
             throw StoredValueError(what: what, reason: "invalid UTF-8")
         }
         return s
+    }
+
+    mutating func blob() throws(StoredValueError) -> ArraySlice<UInt8> {
+        let length = try varint()
+        guard length <= UInt64(bytes.count - index) else { throw StoredValueError(what: what, reason: "truncated bytes") }
+        let end = index + Int(length)
+        defer { index = end }
+        return bytes[index..<end]
     }
 
     mutating func enumValue<E: RawRepresentable>(_ type: E.Type, _ all: [E]) throws(StoredValueError) -> E where E.RawValue == String {

@@ -11,6 +11,8 @@ struct ExpiryKey: Hashable {
         case device = 1
         case activityToken = 2
         case tombstone = 3
+        /// A token history event (swept with the device TTL).
+        case history = 4
     }
 
     static let bucketMilliseconds: Int64 = 3_600_000

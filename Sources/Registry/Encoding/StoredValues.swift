@@ -88,18 +88,22 @@ struct DeviceValue: Hashable {
     }
 }
 
-/// `pushTokens`, `pushToStart`, `activityTokens`: one token.
+/// `pushTokens`, `pushToStart`, `activityTokens`: one token, sealed
+/// (`TokenVault`) in the stored value; plaintext only in memory.
+///
+/// Version 2 (schema 3) seals the token; version 1 (plaintext) is read only
+/// by the schema migration, through `init(decodingPlaintext:)`.
 struct TokenValue: Hashable {
     var token: String
     var environment: APNsEnvironment
     /// The last time a registration carried it.
     var updatedAt: Timestamp
 
-    func encoded() -> [UInt8] {
-        var w = ByteWriter(version: 1)
+    func encoded(_ kind: TokenKind, _ vault: TokenVault) -> [UInt8] {
+        var w = ByteWriter(version: 2)
         w.byte(UInt8(APNsEnvironment.allCases.firstIndex(of: environment)!))
         w.timestamp(updatedAt)
-        w.string(token)
+        w.blob(vault.seal(token, kind))
         return w.bytes
     }
 
@@ -109,41 +113,58 @@ struct TokenValue: Hashable {
         self.updatedAt = updatedAt
     }
 
-    init(decoding bytes: [UInt8]) throws(StoredValueError) {
+    init(decoding bytes: [UInt8], _ kind: TokenKind, _ vault: TokenVault) throws {
+        var r = try ByteReader(bytes, what: "token", versions: 2...2)
+        environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
+        updatedAt = try r.timestamp()
+        token = try vault.open(try r.blob(), kind)
+        try r.finish()
+    }
+
+    /// A version 1 value (schema 2: the token in plaintext).
+    init(decodingPlaintext bytes: [UInt8]) throws(StoredValueError) {
         var r = try ByteReader(bytes, what: "token", versions: 1...1)
         environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
         updatedAt = try r.timestamp()
         token = try r.string()
         try r.finish()
     }
+
+    /// The sealing key id of a stored value, without opening it (rotation, check).
+    static func sealingKeyID(of bytes: [UInt8], _ vault: TokenVault) throws(StoredValueError) -> UInt8? {
+        var r = try ByteReader(bytes, what: "token", versions: 2...2)
+        _ = try r.byte()
+        _ = try r.timestamp()
+        return vault.keyID(of: try r.blob())
+    }
 }
 
-/// `tokenOwners`: where a token is held.
+/// `tokenOwners`: where a token is held. Version 2 (schema 3) names the
+/// record by (user, app code, device).
 struct OwnerValue: Hashable {
-    var userId: String
-    var deviceId: String
+    var id: RecordID
     /// Set for activity tokens only.
     var activityId: String?
 
     func encoded() -> [UInt8] {
-        var w = ByteWriter(version: 1)
-        w.string(userId)
-        w.string(deviceId)
+        var w = ByteWriter(version: 2)
+        w.string(id.user)
+        w.string(id.app)
+        w.string(id.device)
         w.byte(activityId != nil ? 1 : 0)
         if let activityId { w.string(activityId) }
         return w.bytes
     }
 
-    init(userId: String, deviceId: String, activityId: String?) {
-        self.userId = userId
-        self.deviceId = deviceId
+    init(id: RecordID, activityId: String?) {
+        self.id = id
         self.activityId = activityId
     }
 
     init(decoding bytes: [UInt8]) throws(StoredValueError) {
-        var r = try ByteReader(bytes, what: "token owner", versions: 1...1)
-        userId = try r.string()
-        deviceId = try r.string()
+        var r = try ByteReader(bytes, what: "token owner", versions: 2...2)
+        let user = try r.string(), app = try r.string(), device = try r.string()
+        id = RecordID(user: user, app: app, device: device)
         activityId = try r.byte() != 0 ? try r.string() : nil
         try r.finish()
     }
@@ -170,6 +191,66 @@ struct TombstoneValue: Hashable {
         var r = try ByteReader(bytes, what: "tombstone", versions: 1...1)
         sequence = try r.varint()
         deletedAt = try r.timestamp()
+        try r.finish()
+    }
+}
+
+/// `history`: one event of a user's token history (the user is in the key;
+/// the app as its code), with the token's 12-hex-digit fingerprint, never the token.
+struct HistoryValue: Hashable {
+    var at: Timestamp
+    var app: String
+    var device: String
+    var kind: HistoryEvent.Kind
+    var activityId: String?
+    var action: HistoryEvent.Action
+    var reason: HistoryEvent.Reason?
+    var feedbackReason: FeedbackReason?
+    var fingerprint: String
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(version: 1)
+        w.timestamp(at)
+        w.string(app)
+        w.string(device)
+        w.byte(UInt8(HistoryEvent.Kind.allCases.firstIndex(of: kind)!))
+        w.byte(UInt8(HistoryEvent.Action.allCases.firstIndex(of: action)!))
+        w.byte(reason.map { UInt8(HistoryEvent.Reason.allCases.firstIndex(of: $0)! + 1) } ?? 0)
+        w.byte(feedbackReason.map { UInt8(FeedbackReason.allCases.firstIndex(of: $0)! + 1) } ?? 0)
+        w.byte(activityId != nil ? 1 : 0)
+        if let activityId { w.string(activityId) }
+        w.string(fingerprint)
+        return w.bytes
+    }
+
+    init(at: Timestamp, app: String, device: String, kind: HistoryEvent.Kind, activityId: String?,
+         action: HistoryEvent.Action, reason: HistoryEvent.Reason?, feedbackReason: FeedbackReason?, fingerprint: String) {
+        self.at = at
+        self.app = app
+        self.device = device
+        self.kind = kind
+        self.activityId = activityId
+        self.action = action
+        self.reason = reason
+        self.feedbackReason = feedbackReason
+        self.fingerprint = fingerprint
+    }
+
+    init(decoding bytes: [UInt8]) throws(StoredValueError) {
+        var r = try ByteReader(bytes, what: "history event", versions: 1...1)
+        at = try r.timestamp()
+        app = try r.string()
+        device = try r.string()
+        kind = try r.enumValue(HistoryEvent.Kind.self, HistoryEvent.Kind.allCases)
+        action = try r.enumValue(HistoryEvent.Action.self, HistoryEvent.Action.allCases)
+        let reasonByte = Int(try r.byte()), feedbackByte = Int(try r.byte())
+        guard reasonByte <= HistoryEvent.Reason.allCases.count, feedbackByte <= FeedbackReason.allCases.count else {
+            throw StoredValueError(what: "history event", reason: "bad reason")
+        }
+        reason = reasonByte == 0 ? nil : HistoryEvent.Reason.allCases[reasonByte - 1]
+        feedbackReason = feedbackByte == 0 ? nil : FeedbackReason.allCases[feedbackByte - 1]
+        activityId = try r.byte() != 0 ? try r.string() : nil
+        fingerprint = try r.string()
         try r.finish()
     }
 }

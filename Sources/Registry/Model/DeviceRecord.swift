@@ -19,6 +19,8 @@ public struct StoredToken: Hashable, Sendable {
 /// view (with tokens); the store never decides what a caller may see.
 public struct DeviceRecord: Hashable, Sendable {
     public var userId: String
+    /// The app of the family this record belongs to (`default` for v1 clients).
+    public var appId: String
     public var deviceId: String
     public var platform: Platform
     /// The environment of `pushToken`.
@@ -37,8 +39,9 @@ public struct DeviceRecord: Hashable, Sendable {
     public init(userId: String, deviceId: String, platform: Platform, environment: APNsEnvironment,
                 osVersion: String?, appVersion: String?, pushToken: StoredToken?,
                 pushToStartToken: StoredToken?, activityCount: Int, createdAt: Timestamp,
-                lastSeenAt: Timestamp, sequence: UInt64?) {
+                lastSeenAt: Timestamp, sequence: UInt64?, appId: String = Identifier.defaultAppId) {
         self.userId = userId
+        self.appId = appId
         self.deviceId = deviceId
         self.platform = platform
         self.environment = environment
@@ -57,6 +60,7 @@ public struct DeviceRecord: Hashable, Sendable {
 public struct ActivityToken: Hashable, Sendable {
     public var activityId: String
     public var userId: String
+    public var appId: String
     public var deviceId: String
     public var token: String
     public var environment: APNsEnvironment
@@ -64,9 +68,10 @@ public struct ActivityToken: Hashable, Sendable {
     public var lastSeenAt: Timestamp
 
     public init(activityId: String, userId: String, deviceId: String, token: String,
-                environment: APNsEnvironment, lastSeenAt: Timestamp) {
+                environment: APNsEnvironment, lastSeenAt: Timestamp, appId: String = Identifier.defaultAppId) {
         self.activityId = activityId
         self.userId = userId
+        self.appId = appId
         self.deviceId = deviceId
         self.token = token
         self.environment = environment

@@ -52,6 +52,22 @@ public enum Identifier {
         return nil
     }
 
+    /// The longest `appId` (a bundle identifier, the APNs topic), in bytes.
+    public static let maxAppIdBytes = 155
+    /// The app of a request that names none (API.md v1.1 "App families").
+    public static let defaultAppId = "default"
+
+    /// An `appId`: 1–155 bytes of `[A-Za-z0-9.-]`.
+    public static func checkAppId(_ value: String) -> Problem? {
+        let bytes = value.utf8
+        if bytes.isEmpty { return .empty }
+        if bytes.count > maxAppIdBytes { return .tooLong }
+        for byte in bytes where !(isAlphanumeric(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")) {
+            return .badCharacter
+        }
+        return nil
+    }
+
     /// `osVersion`, `appVersion`: at most 32 bytes of UTF-8, no control characters.
     public static func checkVersion(_ value: String) -> Problem? {
         if value.utf8.count > maxVersionBytes { return .tooLong }

@@ -10,6 +10,8 @@ public enum TokenUpdate: Hashable, Sendable {
 /// their stored value (defaults apply only when the record is created).
 public struct DeviceRegistration: Hashable, Sendable {
     public var userId: String
+    /// `default` when the request names no app.
+    public var appId: String
     public var deviceId: String
     public var pushToken: TokenUpdate
     public var platform: Platform?
@@ -20,8 +22,10 @@ public struct DeviceRegistration: Hashable, Sendable {
 
     public init(userId: String, deviceId: String, pushToken: TokenUpdate = .keep,
                 platform: Platform? = nil, environment: APNsEnvironment? = nil,
-                osVersion: String? = nil, appVersion: String? = nil, sequence: UInt64? = nil) {
+                osVersion: String? = nil, appVersion: String? = nil, sequence: UInt64? = nil,
+                appId: String = Identifier.defaultAppId) {
         self.userId = userId
+        self.appId = appId
         self.deviceId = deviceId
         self.pushToken = pushToken
         self.platform = platform
@@ -35,6 +39,8 @@ public struct DeviceRegistration: Hashable, Sendable {
 /// `POST /v1/devices/push-to-start-token`.
 public struct PushToStartRegistration: Hashable, Sendable {
     public var userId: String
+    /// `default` when the request names no app.
+    public var appId: String
     public var deviceId: String
     public var token: String
     /// `nil`: `production`.
@@ -42,8 +48,10 @@ public struct PushToStartRegistration: Hashable, Sendable {
     public var sequence: UInt64?
 
     public init(userId: String, deviceId: String, token: String,
-                environment: APNsEnvironment? = nil, sequence: UInt64? = nil) {
+                environment: APNsEnvironment? = nil, sequence: UInt64? = nil,
+                appId: String = Identifier.defaultAppId) {
         self.userId = userId
+        self.appId = appId
         self.deviceId = deviceId
         self.token = token
         self.environment = environment
@@ -55,6 +63,8 @@ public struct PushToStartRegistration: Hashable, Sendable {
 public struct ActivityTokenRegistration: Hashable, Sendable {
     public var activityId: String
     public var userId: String
+    /// `default` when the request names no app.
+    public var appId: String
     public var deviceId: String
     public var token: String
     /// `nil`: `production`.
@@ -62,9 +72,11 @@ public struct ActivityTokenRegistration: Hashable, Sendable {
     public var sequence: UInt64?
 
     public init(activityId: String, userId: String, deviceId: String, token: String,
-                environment: APNsEnvironment? = nil, sequence: UInt64? = nil) {
+                environment: APNsEnvironment? = nil, sequence: UInt64? = nil,
+                appId: String = Identifier.defaultAppId) {
         self.activityId = activityId
         self.userId = userId
+        self.appId = appId
         self.deviceId = deviceId
         self.token = token
         self.environment = environment

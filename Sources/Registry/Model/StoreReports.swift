@@ -28,12 +28,15 @@ public struct StoreStats: Hashable, Sendable {
     public var pushToStartTokens: Int
     public var activityTokens: Int
     public var tombstones: Int
+    /// Token history events kept (API.md v1.1).
+    public var historyEvents: Int
     public var mapSizeBytes: Int
     public var usedBytes: Int
     public var lastSweepAt: Timestamp?
 
     public init(devices: Int, pushTokens: Int, pushToStartTokens: Int, activityTokens: Int,
-                tombstones: Int, mapSizeBytes: Int, usedBytes: Int, lastSweepAt: Timestamp?) {
+                tombstones: Int, historyEvents: Int = 0, mapSizeBytes: Int, usedBytes: Int, lastSweepAt: Timestamp?) {
+        self.historyEvents = historyEvents
         self.devices = devices
         self.pushTokens = pushTokens
         self.pushToStartTokens = pushToStartTokens

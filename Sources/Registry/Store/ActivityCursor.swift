@@ -1,6 +1,6 @@
 import Codecs
 
-/// The fan-out's opaque cursor: the last (user, device) key part a page
+/// The fan-out's opaque cursor: the last (user, app, device) key part a page
 /// returned, bound to its activity and signed with the store's secret
 /// (HMAC-SHA-256, truncated to 16 bytes), then base64url. Decoding is
 /// strict (`Codecs.Base64URL`), so a cursor has one spelling: one altered
@@ -13,7 +13,7 @@ struct ActivityCursor {
     static let version: UInt8 = 1
     static let macLength = 16
 
-    /// The activityTokens key suffix (user, device parts) to resume after.
+    /// The activityTokens key suffix (user, app code, device parts) to resume after.
     var after: [UInt8]
 
     func encode(activity: String, secret: [UInt8]) -> String {
@@ -26,7 +26,7 @@ struct ActivityCursor {
         let payload = Array(bytes.dropLast(macLength))
         let mac = Array(bytes.suffix(macLength))
         guard constantTimeEquals(mac, Self.mac(payload, activity: activity, secret: secret)),
-              let parts = StoreKey.decode(payload.dropFirst()), parts.count == 2 else { return nil }
+              let parts = StoreKey.decode(payload.dropFirst()), parts.count == 3 else { return nil }
         return ActivityCursor(after: Array(payload.dropFirst()))
     }
 

@@ -30,8 +30,8 @@ struct IndexChecker {
         if problems.count < limit { problems.append(text) }
     }
 
-    private func describe(_ key: [UInt8]) -> String {
-        StoreKey.decode(key).map { $0.map { "\"\($0)\"" }.joined(separator: "/") } ?? "<malformed key>"
+    private func describe(_ key: [UInt8], deviceActivity: Bool = false) -> String {
+        read.describe(key, deviceActivity: deviceActivity)
     }
 
     mutating func run() throws {
@@ -48,8 +48,8 @@ struct IndexChecker {
             let entry = ExpiryKey(at: device.lastSeenAt, kind: .device, recordKey: key).bytes
             if !expiry.contains(entry) { this.problem("device \(this.describe(key)): no expiry entry") }
             referenced.insert(entry)
-            if let parts = StoreKey.decode(key), parts.count == 2 {
-                let held = try this.read.activities(parts[0], parts[1]).count
+            if let id = StoreKey.recordID(key) {
+                let held = try this.read.activities(id).count
                 if held != device.activityCount {
                     this.problem("device \(this.describe(key)): activityCount \(device.activityCount) but \(held) activity tokens")
                 }
@@ -57,43 +57,51 @@ struct IndexChecker {
         }
         for kind in [TokenKind.push, .pushToStart] {
             try eachEntry(schema.database(kind)) { key, value, this in
-                guard let parts = StoreKey.decode(key), parts.count == 2 else { this.problem("\(kind) token: malformed key"); return }
-                if try !this.hasDevice(parts[0], parts[1]) { this.problem("\(kind) token \(this.describe(key)): no device") }
-                guard let token = try? TokenValue(decoding: value) else { this.problem("\(kind) token \(this.describe(key)): unreadable"); return }
+                guard let id = StoreKey.recordID(key) else { this.problem("\(kind) token: malformed key"); return }
+                if try !this.hasDevice(id) { this.problem("\(kind) token \(this.describe(key)): no device") }
+                guard let token = this.open(value, kind, key) else { return }
                 try this.checkOwner(token, kind, heldAt: key, "\(kind) token")
             }
         }
         try eachEntry(schema.activityTokens) { key, value, this in
-            guard let parts = StoreKey.decode(key), parts.count == 3 else { this.problem("activity token: malformed key"); return }
-            if try !this.hasDevice(parts[1], parts[2]) { this.problem("activity token \(this.describe(key)): no device") }
-            if try this.read.txn.get(StoreKey.deviceActivity(parts[1], parts[2], parts[0]), in: this.schema.deviceActivities) == nil {
+            guard let (activity, id) = StoreKey.activityTokenParts(key) else { this.problem("activity token: malformed key"); return }
+            if try !this.hasDevice(id) { this.problem("activity token \(this.describe(key)): no device") }
+            if try this.read.txn.get(StoreKey.deviceActivity(id, activity), in: this.schema.deviceActivities) == nil {
                 this.problem("activity token \(this.describe(key)): no device-activity entry")
             }
-            guard let token = try? TokenValue(decoding: value) else { this.problem("activity token \(this.describe(key)): unreadable"); return }
+            guard let token = this.open(value, .activity, key) else { return }
             let entry = ExpiryKey(at: token.updatedAt, kind: .activityToken, recordKey: key).bytes
             if !expiry.contains(entry) { this.problem("activity token \(this.describe(key)): no expiry entry") }
             referenced.insert(entry)
             try this.checkOwner(token, .activity, heldAt: key, "activity token")
         }
         try eachEntry(schema.deviceActivities) { key, _, this in
-            guard let parts = StoreKey.decode(key), parts.count == 3 else { this.problem("device-activity: malformed key"); return }
-            if try this.read.token(.activity, StoreKey.activityToken(parts[2], parts[0], parts[1])) == nil {
-                this.problem("device-activity \(this.describe(key)): no activity token")
+            guard let (id, activity) = StoreKey.deviceActivityParts(key) else { this.problem("device-activity: malformed key"); return }
+            if try this.read.txn.get(StoreKey.activityToken(activity, id), in: this.schema.activityTokens) == nil {
+                this.problem("device-activity \(this.describe(key, deviceActivity: true)): no activity token")
             }
         }
         try eachEntry(schema.tokenOwners) { key, value, this in
             guard key.count == 33, let kind = TokenKind(rawValue: key[32]), let owner = try? OwnerValue(decoding: value) else {
                 this.problem("token owner: malformed entry"); return
             }
-            guard let held = try this.read.token(kind, this.read.tokenKey(kind, owner)),
-                  StoreKey.tokenOwner(held.token, kind) == key else {
-                this.problem("token owner entry for \(owner.userId)/\(owner.deviceId): holder does not hold it"); return
+            guard let held = try? this.read.token(kind, this.read.tokenKey(kind, owner)),
+                  this.read.vault.ownerKey(held.token, kind) == key else {
+                this.problem("token owner entry for \(this.describe(this.read.tokenKey(kind, owner))): holder does not hold it"); return
             }
         }
         try eachEntry(schema.tombstones) { key, value, this in
             guard let tombstone = try? TombstoneValue(decoding: value) else { this.problem("tombstone \(this.describe(key)): unreadable"); return }
             let entry = ExpiryKey(at: tombstone.deletedAt, kind: .tombstone, recordKey: key).bytes
             if !expiry.contains(entry) { this.problem("tombstone \(this.describe(key)): no expiry entry") }
+            referenced.insert(entry)
+        }
+        try eachEntry(schema.history) { key, value, this in
+            guard let clock = StoreKey.historyClock(key), (try? HistoryValue(decoding: value)) != nil else {
+                this.problem("history event \(this.describe(Array(key.dropLast(12)))): unreadable"); return
+            }
+            let entry = ExpiryKey(at: clock.at, kind: .history, recordKey: key).bytes
+            if !expiry.contains(entry) { this.problem("history event of \(this.describe(Array(key.dropLast(12)))): no expiry entry") }
             referenced.insert(entry)
         }
         for entry in expiry.subtracting(referenced) {
@@ -105,8 +113,19 @@ struct IndexChecker {
     /// Whether the device record exists, readable or not: an unreadable one
     /// is reported once, by the devices walk, instead of making every token
     /// of it throw the whole check.
-    private func hasDevice(_ user: String, _ device: String) throws -> Bool {
-        try read.txn.get(StoreKey.device(user, device), in: schema.devices) != nil
+    private func hasDevice(_ id: RecordID) throws -> Bool {
+        try read.txn.get(id.key, in: schema.devices) != nil
+    }
+
+    /// The stored token opened with the key file's keys; a value that does
+    /// not open (another key, tampering, damage) is a problem.
+    private mutating func open(_ value: [UInt8], _ kind: TokenKind, _ key: [UInt8]) -> TokenValue? {
+        do {
+            return try TokenValue(decoding: value, kind, read.vault)
+        } catch {
+            problem("\(kind) token \(describe(key)): sealed value does not open: \(error)")
+            return nil
+        }
     }
 
     /// The token's owner entry must name this very record. One naming

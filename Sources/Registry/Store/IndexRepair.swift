@@ -3,7 +3,7 @@ import LMDB
 /// What `repairIndexes` fixed, counted by kind, with the first
 /// `lineLimit` fixes as lines an operator can read.
 public struct RepairReport: Sendable, Hashable {
-    /// Expiry entries put back for a device, an activity token or a tombstone.
+    /// Expiry entries put back for a device, an activity token, a tombstone or a history event.
     public var expiryEntriesAdded = 0
     /// Expiry entries deleted: no record, a record in another hour bucket, or malformed.
     public var expiryEntriesRemoved = 0
@@ -116,7 +116,7 @@ struct IndexRepair: Sendable {
     /// back; records come before indexes, so that an index entry is deleted
     /// only once every record has had its own entry put back.
     enum Walk: CaseIterable, Sendable {
-        case activityTokens, pushTokens, pushToStartTokens, devices, tombstones
+        case activityTokens, pushTokens, pushToStartTokens, devices, tombstones, history
         case deviceActivities, tokenOwners, expiry
     }
 
@@ -127,6 +127,7 @@ struct IndexRepair: Sendable {
         case .pushToStartTokens: schema.pushToStart
         case .devices: schema.devices
         case .tombstones: schema.tombstones
+        case .history: schema.history
         case .deviceActivities: schema.deviceActivities
         case .tokenOwners: schema.tokenOwners
         case .expiry: schema.expiry
@@ -160,6 +161,7 @@ struct IndexRepair: Sendable {
             case .pushToStartTokens: try fixer.deviceToken(.pushToStart, key)
             case .devices: try fixer.device(key)
             case .tombstones: try fixer.tombstone(key)
+            case .history: try fixer.historyEvent(key)
             case .deviceActivities: try fixer.deviceActivity(key)
             case .tokenOwners: try fixer.tokenOwner(key)
             case .expiry: try fixer.expiry(key)
@@ -186,11 +188,16 @@ private struct Fixer {
     var txn: WriteTransaction { writer.txn }
     var schema: Schema { writer.schema }
     var read: RecordReader { writer.read }
+    var vault: TokenVault { writer.vault }
+
+    private func tokenDecoder(_ kind: TokenKind) -> ([UInt8]) throws -> TokenValue {
+        { [vault] bytes in try TokenValue(decoding: bytes, kind, vault) }
+    }
 
     private mutating func note(_ line: String) { report.note(line, lineLimit: lineLimit) }
 
-    private func describe(_ key: [UInt8]) -> String {
-        StoreKey.decode(key).map { $0.map { "\"\($0)\"" }.joined(separator: "/") } ?? "<malformed key>"
+    private func describe(_ key: [UInt8], deviceActivity: Bool = false) -> String {
+        read.describe(key, deviceActivity: deviceActivity)
     }
 
     /// A key no LMDB database can hold (empty, or past 511 bytes) is absent.
@@ -219,6 +226,7 @@ private struct Fixer {
         case .device: "device"
         case .activityToken: "activity token"
         case .tombstone: "tombstone"
+        case .history: "history event"
         }
     }
 
@@ -232,51 +240,50 @@ private struct Fixer {
     /// An activity token: removed when its device is gone, else its
     /// device-activity, expiry and owner entries put back.
     mutating func activityToken(_ key: [UInt8]) throws {
-        guard let parts = StoreKey.decode(key), parts.count == 3 else { return unreadable("activity token key", key) }
-        let (activity, user, device) = (parts[0], parts[1], parts[2])
+        guard let (activity, id) = StoreKey.activityTokenParts(key) else { return unreadable("activity token key", key) }
         let token: TokenValue
-        switch try load(key, in: schema.activityTokens, TokenValue.init(decoding:)) {
+        switch try load(key, in: schema.activityTokens, tokenDecoder(.activity)) {
         case .absent: return
         case .unreadable: return unreadable("activity token", key)
         case .value(let value): token = value
         }
-        if try !exists(StoreKey.device(user, device), in: schema.devices) {
-            guard try attempt("activity token", key, { try $0.removeActivityToken(activity, user, device) }) else { return }
+        if try !exists(id.key, in: schema.devices) {
+            guard try attempt("activity token", key, { try $0.removeActivityToken(activity, id, reason: .deleted) }) else { return }
             report.orphanTokensRemoved += 1
             return note("removed activity token \(describe(key)): its device is gone")
         }
-        let deviceActivity = StoreKey.deviceActivity(user, device, activity)
+        let deviceActivity = StoreKey.deviceActivity(id, activity)
         if try !exists(deviceActivity, in: schema.deviceActivities) {
             try txn.put([], for: deviceActivity, in: schema.deviceActivities)
             report.deviceActivityEntriesAdded += 1
             note("added device-activity entry for activity token \(describe(key))")
         }
         try ensureExpiry(.activityToken, key, at: token.updatedAt)
-        try ensureOwner(.activity, token, heldAt: key, OwnerValue(userId: user, deviceId: device, activityId: activity))
+        try ensureOwner(.activity, token, heldAt: key, OwnerValue(id: id, activityId: activity))
     }
 
     /// A push or push-to-start token: removed when its device is gone, else
     /// its owner entry put back.
     mutating func deviceToken(_ kind: TokenKind, _ key: [UInt8]) throws {
-        guard let parts = StoreKey.decode(key), parts.count == 2 else { return unreadable("\(kindName(kind)) key", key) }
+        guard let id = StoreKey.recordID(key) else { return unreadable("\(kindName(kind)) key", key) }
         let token: TokenValue
-        switch try load(key, in: schema.database(kind), TokenValue.init(decoding:)) {
+        switch try load(key, in: schema.database(kind), tokenDecoder(kind)) {
         case .absent: return
         case .unreadable: return unreadable(kindName(kind), key)
         case .value(let value): token = value
         }
         if try !exists(key, in: schema.devices) {
-            guard try attempt(kindName(kind), key, { try $0.removeToken(kind, key) }) else { return }
+            guard try attempt(kindName(kind), key, { try $0.removeToken(kind, id, reason: .deleted) }) else { return }
             report.orphanTokensRemoved += 1
             return note("removed \(kindName(kind)) of \(describe(key)): its device is gone")
         }
-        try ensureOwner(kind, token, heldAt: key, OwnerValue(userId: parts[0], deviceId: parts[1], activityId: nil))
+        try ensureOwner(kind, token, heldAt: key, OwnerValue(id: id, activityId: nil))
     }
 
     /// A device: its expiry entry put back, its `activityCount` set to the
     /// activity tokens it holds (device-activity entries whose token exists).
     mutating func device(_ key: [UInt8]) throws {
-        guard let parts = StoreKey.decode(key), parts.count == 2 else { return unreadable("device key", key) }
+        guard let id = StoreKey.recordID(key) else { return unreadable("device key", key) }
         var value: DeviceValue
         switch try load(key, in: schema.devices, DeviceValue.init(decoding:)) {
         case .absent: return
@@ -285,8 +292,8 @@ private struct Fixer {
         }
         try ensureExpiry(.device, key, at: value.lastSeenAt)
         var held = 0
-        for activity in try read.activities(parts[0], parts[1])
-        where try exists(StoreKey.activityToken(activity, parts[0], parts[1]), in: schema.activityTokens) {
+        for activity in try read.activities(id)
+        where try exists(StoreKey.activityToken(activity, id), in: schema.activityTokens) {
             held += 1
         }
         guard held != value.activityCount else { return }
@@ -298,11 +305,21 @@ private struct Fixer {
     }
 
     mutating func tombstone(_ key: [UInt8]) throws {
-        guard let parts = StoreKey.decode(key), parts.count == 2 else { return unreadable("tombstone key", key) }
+        guard StoreKey.recordID(key) != nil else { return unreadable("tombstone key", key) }
         switch try load(key, in: schema.tombstones, TombstoneValue.init(decoding:)) {
         case .absent: return
         case .unreadable: return unreadable("tombstone", key)
         case .value(let tombstone): try ensureExpiry(.tombstone, key, at: tombstone.deletedAt)
+        }
+    }
+
+    /// A history event: its expiry entry put back.
+    mutating func historyEvent(_ key: [UInt8]) throws {
+        guard let clock = StoreKey.historyClock(key) else { return unreadable("history key", key) }
+        switch try load(key, in: schema.history, HistoryValue.init(decoding:)) {
+        case .absent: return
+        case .unreadable: return unreadable("history event", key)
+        case .value: try ensureExpiry(.history, key, at: clock.at)
         }
     }
 
@@ -312,7 +329,11 @@ private struct Fixer {
     /// part, and the record is reported and left alone. False then.
     private mutating func attempt(_ what: String, _ key: [UInt8], _ remove: (RecordWriter) throws -> Void) throws -> Bool {
         do {
-            try txn.nested { child in try remove(RecordWriter(txn: child, schema: schema, now: writer.now)) }
+            try txn.nested { child in
+                var quiet = RecordWriter(txn: child, schema: schema, vault: vault, apps: writer.apps, now: writer.now)
+                quiet.recordsHistory = false
+                try remove(quiet)
+            }
             return true
         } catch let error as StoredValueError {
             report.unreadableRecords += 1
@@ -337,7 +358,7 @@ private struct Fixer {
     /// whole device: nothing here says which device is stale).
     private mutating func ensureOwner(_ kind: TokenKind, _ token: TokenValue, heldAt key: [UInt8],
                                       _ owner: OwnerValue) throws {
-        let ownerKey = StoreKey.tokenOwner(token.token, kind)
+        let ownerKey = vault.ownerKey(token.token, kind)
         let what = "\(kindName(kind)) of \(describe(key))"
         guard let bytes = try txn.get(ownerKey, in: schema.tokenOwners) else {
             try txn.put(owner.encoded(), for: ownerKey, in: schema.tokenOwners)
@@ -351,14 +372,14 @@ private struct Fixer {
         }
         let namedKey = read.tokenKey(kind, named)
         if namedKey == key { return }
-        if case .value(let other) = try load(namedKey, in: schema.database(kind), TokenValue.init(decoding:)),
+        if case .value(let other) = try load(namedKey, in: schema.database(kind), tokenDecoder(kind)),
            other.token.utf8.elementsEqual(token.token.utf8) {
             let thisWins = other.updatedAt < token.updatedAt
             let (loserKey, loser) = thisWins ? (namedKey, named) : (key, owner)
             let removed = try attempt(kindName(kind), loserKey) { writer in
                 switch kind {
-                case .push, .pushToStart: try writer.removeToken(kind, loserKey)
-                case .activity: try writer.removeActivityToken(loser.activityId ?? "", loser.userId, loser.deviceId)
+                case .push, .pushToStart: try writer.removeToken(kind, loser.id, reason: .deleted)
+                case .activity: try writer.removeActivityToken(loser.activityId ?? "", loser.id, reason: .deleted)
                 }
             }
             guard removed else { return }
@@ -377,15 +398,15 @@ private struct Fixer {
 
     mutating func deviceActivity(_ key: [UInt8]) throws {
         guard try exists(key, in: schema.deviceActivities) else { return }
-        guard let parts = StoreKey.decode(key), parts.count == 3 else {
+        guard let (id, activity) = StoreKey.deviceActivityParts(key) else {
             try txn.delete(key, in: schema.deviceActivities)
             report.deviceActivityEntriesRemoved += 1
             return note("removed a malformed device-activity entry")
         }
-        guard try !exists(StoreKey.activityToken(parts[2], parts[0], parts[1]), in: schema.activityTokens) else { return }
+        guard try !exists(StoreKey.activityToken(activity, id), in: schema.activityTokens) else { return }
         try txn.delete(key, in: schema.deviceActivities)
         report.deviceActivityEntriesRemoved += 1
-        note("removed device-activity entry \(describe(key)): no activity token")
+        note("removed device-activity entry \(describe(key, deviceActivity: true)): no activity token")
     }
 
     /// Deleted unless the holder it names holds its token (an unreadable
@@ -398,9 +419,9 @@ private struct Fixer {
             return note("removed a malformed owner entry")
         }
         let holderKey = read.tokenKey(kind, owner)
-        switch try load(holderKey, in: schema.database(kind), TokenValue.init(decoding:)) {
+        switch try load(holderKey, in: schema.database(kind), tokenDecoder(kind)) {
         case .unreadable: return
-        case .value(let held) where StoreKey.tokenOwner(held.token, kind) == key: return
+        case .value(let held) where vault.ownerKey(held.token, kind) == key: return
         case .absent, .value:
             try txn.delete(key, in: schema.tokenOwners)
             report.ownerEntriesRemoved += 1
@@ -422,9 +443,11 @@ private struct Fixer {
         case .device:
             time = try timestamp(load(entry.recordKey, in: schema.devices, DeviceValue.init(decoding:)), \.lastSeenAt)
         case .activityToken:
-            time = try timestamp(load(entry.recordKey, in: schema.activityTokens, TokenValue.init(decoding:)), \.updatedAt)
+            time = try timestamp(load(entry.recordKey, in: schema.activityTokens, tokenDecoder(.activity)), \.updatedAt)
         case .tombstone:
             time = try timestamp(load(entry.recordKey, in: schema.tombstones, TombstoneValue.init(decoding:)), \.deletedAt)
+        case .history:
+            time = try timestamp(load(entry.recordKey, in: schema.history, HistoryValue.init(decoding:)), \.at)
         }
         let why: String
         switch time {

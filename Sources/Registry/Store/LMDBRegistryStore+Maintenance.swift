@@ -4,47 +4,61 @@ import LMDB
 /// all records (for moving a registry or rebuilding its indexes).
 extension LMDBRegistryStore {
     /// Every record, device by device (with its tokens), then the
-    /// tombstones, in one read transaction (a consistent snapshot).
+    /// tombstones, then every user's token history (oldest first), in one
+    /// read transaction (a consistent snapshot). Tokens are opened:
+    /// export is plaintext (an operator tool).
     public func export(_ visit: (ExportedRecord) throws -> Void) throws {
         try reading { read in
-            var devices: [(String, String)] = []
+            var ids: [RecordID] = []
             try read.txn.scan(schema.devices) { key, _ in
-                guard let parts = StoreKey.decode(key), parts.count == 2 else {
-                    throw StoredValueError(what: "device key", reason: "malformed")
-                }
-                devices.append((parts[0], parts[1]))
+                guard let id = StoreKey.recordID(key) else { throw StoredValueError(what: "device key", reason: "malformed") }
+                ids.append(id)
                 return true
             }
-            for (user, device) in devices {
-                guard let record = try read.record(user, device) else { continue }
+            for id in ids {
+                guard let record = try read.record(id) else { continue }
                 var tokens: [ActivityToken] = []
-                for activity in try read.activities(user, device) {
-                    guard let token = try read.token(.activity, StoreKey.activityToken(activity, user, device)) else { continue }
-                    tokens.append(ActivityToken(activityId: activity, userId: user, deviceId: device, token: token.token,
-                                                environment: token.environment, lastSeenAt: token.updatedAt))
+                for activity in try read.activities(id) {
+                    guard let token = try read.token(.activity, StoreKey.activityToken(activity, id)) else { continue }
+                    tokens.append(ActivityToken(activityId: activity, userId: id.user, deviceId: id.device, token: token.token,
+                                                environment: token.environment, lastSeenAt: token.updatedAt,
+                                                appId: record.appId))
                 }
                 try visit(.device(record, activityTokens: tokens))
             }
             try read.txn.scan(schema.tombstones) { key, value in
-                guard let parts = StoreKey.decode(key), parts.count == 2 else { return true }
+                guard let id = StoreKey.recordID(key) else { return true }
                 let tombstone = try TombstoneValue(decoding: value)
-                try visit(.tombstone(userId: parts[0], deviceId: parts[1], sequence: tombstone.sequence,
-                                     deletedAt: tombstone.deletedAt))
+                try visit(.tombstone(Tombstone(userId: id.user, deviceId: id.device, sequence: tombstone.sequence,
+                                               deletedAt: tombstone.deletedAt, appId: try read.apps.appId(id.app, read.txn))))
+                return true
+            }
+            try read.txn.scan(schema.history) { key, value in
+                guard let parts = StoreKey.decode(key.dropLast(12)), parts.count == 1 else { return true }
+                let stored = try HistoryValue(decoding: value)
+                try visit(.history(HistoryEvent(
+                    at: stored.at, userId: parts[0], appId: try read.apps.appId(stored.app, read.txn),
+                    deviceId: stored.device, kind: stored.kind, activityId: stored.activityId, action: stored.action,
+                    reason: stored.reason, feedbackReason: stored.feedbackReason, tokenFingerprint: stored.fingerprint)))
                 return true
             }
         }
     }
 
     /// Writes exported records as they are (replacing a record with the same
-    /// key, timestamps kept), in group-commit batches. A token already held
-    /// elsewhere moves to the imported record (the one-owner rule).
+    /// key, timestamps kept), in group-commit batches, writing no history
+    /// of their own. A token already held elsewhere moves to the imported
+    /// record (the one-owner rule). A history event already present is not
+    /// written twice, so importing the same lines again changes nothing.
     /// Returns how many records were written.
     public func importRecords(_ records: [ExportedRecord]) async throws -> Int {
         var written = 0
         for start in stride(from: 0, to: records.count, by: 500) {
             let chunk = Array(records[start..<min(start + 500, records.count)])
             written += try await writing { writer in
-                for record in chunk { try writer.restore(record) }
+                var quiet = writer
+                quiet.recordsHistory = false
+                for record in chunk { try quiet.restore(record) }
                 return chunk.count
             }
         }
@@ -108,39 +122,68 @@ extension RecordWriter {
     func restore(_ record: ExportedRecord) throws {
         switch record {
         case .device(let d, let activityTokens):
-            if try read.device(d.userId, d.deviceId) != nil { try deleteDevice(d.userId, d.deviceId) }
+            let id = try recordID(d.userId, appId: d.appId, d.deviceId)
+            if try read.device(id) != nil { try deleteDevice(id, reason: .deleted) }
             for (kind, token) in [(TokenKind.push, d.pushToken), (.pushToStart, d.pushToStartToken)] {
-                if let token, let owner = try read.owner(of: token.token, kind),
-                   read.tokenKey(kind, owner) != StoreKey.device(d.userId, d.deviceId) {
-                    try deleteDevice(owner.userId, owner.deviceId)
+                if let token, let owner = try read.owner(of: token.token, kind), read.tokenKey(kind, owner) != id.key {
+                    try deleteDevice(owner.id, reason: .deleted)
                 }
             }
             let value = DeviceValue(platform: d.platform, environment: d.environment, osVersion: d.osVersion,
                                     appVersion: d.appVersion, createdAt: d.createdAt, lastSeenAt: d.lastSeenAt,
                                     sequence: d.sequence)
-            try save(d.userId, d.deviceId, value, previous: nil)
+            try save(id, value, previous: nil)
             if let push = d.pushToken {
-                try putToken(.push, user: d.userId, device: d.deviceId,
-                             TokenValue(token: push.token, environment: d.environment, updatedAt: push.updatedAt))
+                try putToken(.push, id, TokenValue(token: push.token, environment: d.environment, updatedAt: push.updatedAt))
             }
             if let start = d.pushToStartToken {
-                try putToken(.pushToStart, user: d.userId, device: d.deviceId,
+                try putToken(.pushToStart, id,
                              TokenValue(token: start.token, environment: start.environment, updatedAt: start.updatedAt))
             }
             for t in activityTokens {
                 if let owner = try read.owner(of: t.token, .activity) {
-                    try removeActivityToken(owner.activityId ?? "", owner.userId, owner.deviceId)
+                    try removeActivityToken(owner.activityId ?? "", owner.id, reason: .deleted)
                 }
-                try putActivityToken(t.activityId, user: d.userId, device: d.deviceId,
+                try putActivityToken(t.activityId, id,
                                      TokenValue(token: t.token, environment: t.environment, updatedAt: t.lastSeenAt))
             }
-        case .tombstone(let user, let device, let sequence, let deletedAt):
-            let key = StoreKey.device(user, device)
-            if let old = try read.tombstone(user, device) {
-                try txn.delete(ExpiryKey(at: old.deletedAt, kind: .tombstone, recordKey: key).bytes, in: schema.expiry)
+        case .tombstone(let t):
+            let id = try recordID(t.userId, appId: t.appId, t.deviceId)
+            if let old = try read.tombstone(id) {
+                try txn.delete(ExpiryKey(at: old.deletedAt, kind: .tombstone, recordKey: id.key).bytes, in: schema.expiry)
             }
-            try txn.put(TombstoneValue(sequence: sequence, deletedAt: deletedAt).encoded(), for: key, in: schema.tombstones)
-            try txn.put([], for: ExpiryKey(at: deletedAt, kind: .tombstone, recordKey: key).bytes, in: schema.expiry)
+            try txn.put(TombstoneValue(sequence: t.sequence, deletedAt: t.deletedAt).encoded(), for: id.key, in: schema.tombstones)
+            try txn.put([], for: ExpiryKey(at: t.deletedAt, kind: .tombstone, recordKey: id.key).bytes, in: schema.expiry)
+        case .history(let event):
+            try restoreHistory(event)
+        }
+    }
+
+    /// Puts an exported history event back at its own time, unless the
+    /// user already has an identical one; then trims to the per-user bound.
+    private func restoreHistory(_ e: HistoryEvent) throws {
+        let value = HistoryValue(at: e.at, app: try apps.code(e.appId, txn), device: e.deviceId, kind: e.kind,
+                                 activityId: e.activityId, action: e.action, reason: e.reason,
+                                 feedbackReason: e.feedbackReason, fingerprint: e.tokenFingerprint)
+        var keys: [[UInt8]] = []
+        var counter: UInt32 = 0
+        var duplicate = false
+        try txn.scan(schema.history, prefix: StoreKey.user(e.userId)) { key, bytes in
+            keys.append(key)
+            if let clock = StoreKey.historyClock(key), clock.at == e.at {
+                counter = max(counter, clock.counter &+ 1)
+                if try HistoryValue(decoding: bytes) == value { duplicate = true }
+            }
+            return true
+        }
+        guard !duplicate else { return }
+        let key = StoreKey.history(e.userId, at: e.at, counter: counter)
+        try txn.put(value.encoded(), for: key, in: schema.history)
+        try txn.put([], for: ExpiryKey(at: e.at, kind: .history, recordKey: key).bytes, in: schema.expiry)
+        keys.append(key)
+        keys.sort { $0.lexicographicallyPrecedes($1) }
+        for old in keys.prefix(max(0, keys.count - HistoryEvent.maxPerUser)) {
+            try deleteHistoryEvent(old)
         }
     }
 }

@@ -8,26 +8,28 @@ extension LMDBRegistryStore {
         return try await writing { try $0.registerDevice(registration, maxDevices: max) }
     }
 
-    public func device(userId: String, deviceId: String) throws -> DeviceRecord? {
-        try reading { try $0.record(userId, deviceId) }
+    public func device(userId: String, appId: String, deviceId: String) throws -> DeviceRecord? {
+        try reading { read in try read.recordID(userId, appId: appId, deviceId).flatMap { try read.record($0) } }
     }
 
-    public func devices(userId: String) throws -> [DeviceRecord] {
-        try reading { try $0.records(of: userId) }
+    public func devices(userId: String, appId: String?) throws -> [DeviceRecord] {
+        try reading { read in try read.records(of: userId, appId: appId) }
     }
 
-    public func devices(userIds: [String]) throws -> [UserDevices] {
+    public func devices(userIds: [String], appId: String?) throws -> [UserDevices] {
         try reading { read in
             try UserDevices.distinctByBytes(userIds).compactMap { user in
-                let records = try read.records(of: user)
+                let records = try read.records(of: user, appId: appId)
                 return records.isEmpty ? nil : UserDevices(userId: user, devices: records)
             }
         }
     }
 
-    public func signOut(userId: String, deviceId: String, sequence: UInt64?) async throws {
+    public func signOut(userId: String, appId: String, deviceId: String, sequence: UInt64?) async throws {
         let maxTombstones = configuration.maxTombstonesPerUser
-        try await writing { try $0.signOut(userId, deviceId, sequence: sequence, maxTombstones: maxTombstones) }
+        try await writing {
+            try $0.signOut(userId, appId: appId, deviceId, sequence: sequence, maxTombstones: maxTombstones)
+        }
     }
 
     public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws -> DeviceRecord {
@@ -35,8 +37,11 @@ extension LMDBRegistryStore {
         return try await writing { try $0.registerPushToStart(registration, maxDevices: max) }
     }
 
-    public func removePushToStartToken(userId: String, deviceId: String) async throws {
-        try await writing { _ = try $0.removeToken(.pushToStart, StoreKey.device(userId, deviceId)) }
+    public func removePushToStartToken(userId: String, appId: String, deviceId: String) async throws {
+        try await writing { writer in
+            guard let id = try writer.read.recordID(userId, appId: appId, deviceId) else { return }
+            try writer.removeToken(.pushToStart, id, reason: .deleted)
+        }
     }
 
     public func registerActivityToken(_ registration: ActivityTokenRegistration) async throws -> ActivityToken {
@@ -46,11 +51,25 @@ extension LMDBRegistryStore {
         }
     }
 
-    public func removeActivityToken(activityId: String, userId: String, deviceId: String) async throws {
-        try await writing { _ = try $0.removeActivityToken(activityId, userId, deviceId) }
+    public func removeActivityToken(activityId: String, userId: String, appId: String, deviceId: String) async throws {
+        try await writing { writer in
+            guard let id = try writer.read.recordID(userId, appId: appId, deviceId) else { return }
+            try writer.removeActivityToken(activityId, id, reason: .deleted)
+        }
     }
 
-    public func activityTokens(activityId: String, limit: Int, cursor: String?) throws -> ActivityTokenPage {
+    public func correctEnvironment(token: String, environment: APNsEnvironment) async throws -> Int {
+        try await writing { try $0.correctEnvironment(token, to: environment) }
+    }
+
+    public func history(userId: String, limit: Int) throws -> [HistoryEvent] {
+        try reading { try $0.history(of: userId, limit: min(max(limit, 1), HistoryEvent.maxPerUser)) }
+    }
+
+    /// One page of an activity's fan-out, in key order. With `appId`, only
+    /// that app's tokens (an app never written has none); the cursor still
+    /// names the last key returned, so a filtered walk resumes the same way.
+    public func activityTokens(activityId: String, appId: String?, limit: Int, cursor: String?) throws -> ActivityTokenPage {
         let prefix = StoreKey.parts(activityId)
         var start = prefix
         if let cursor {
@@ -62,22 +81,30 @@ extension LMDBRegistryStore {
         let resumeAfter = cursor == nil ? nil : start
         let pageSize = min(max(limit, 1), 1_000)
         return try reading { read in
+            var appCode: String?
+            if let appId {
+                guard let code = try read.apps.existingCode(appId, read.txn) else {
+                    return ActivityTokenPage(tokens: [], nextCursor: nil)
+                }
+                appCode = code
+            }
             var tokens: [ActivityToken] = []
             var lastKey: [UInt8]?
             var more = false
             try read.txn.scan(schema.activityTokens, prefix: prefix, from: start) { key, value in
                 if key == resumeAfter { return true }
+                guard let parts = StoreKey.activityTokenParts(key) else {
+                    throw StoredValueError(what: "activity token key", reason: "malformed")
+                }
+                if let appCode, parts.id.app != appCode { return true }
                 if tokens.count == pageSize {
                     more = true
                     return false
                 }
-                guard let parts = StoreKey.decode(key), parts.count == 3 else {
-                    throw StoredValueError(what: "activity token key", reason: "malformed")
-                }
-                let token = try TokenValue(decoding: value)
-                tokens.append(ActivityToken(activityId: activityId, userId: parts[1], deviceId: parts[2],
+                let token = try TokenValue(decoding: value, .activity, vault)
+                tokens.append(ActivityToken(activityId: activityId, userId: parts.id.user, deviceId: parts.id.device,
                                             token: token.token, environment: token.environment,
-                                            lastSeenAt: token.updatedAt))
+                                            lastSeenAt: token.updatedAt, appId: try read.apps.appId(parts.id.app, read.txn)))
                 lastKey = key
                 return true
             }
@@ -88,7 +115,7 @@ extension LMDBRegistryStore {
     }
 
     public func removeToken(_ token: String, reason: FeedbackReason, registeredBefore before: Timestamp?) async throws -> Int {
-        try await writing { try $0.removeEverywhere(token, before: before) }
+        try await writing { try $0.removeEverywhere(token, before: before, feedback: reason) }
     }
 
     /// Both a sweep and a dry run walk the expiry index in bounded steps:
@@ -154,6 +181,7 @@ extension LMDBRegistryStore {
                 pushToStartTokens: try read.txn.count(in: schema.pushToStart),
                 activityTokens: try read.txn.count(in: schema.activityTokens),
                 tombstones: try read.txn.count(in: schema.tombstones),
+                historyEvents: try read.txn.count(in: schema.history),
                 mapSizeBytes: info.mapSizeBytes, usedBytes: info.usedBytes, lastSweepAt: lastSweep)
         }
     }

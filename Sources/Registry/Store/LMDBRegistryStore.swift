@@ -1,6 +1,7 @@
 import Foundation
 import Lifecycle
 import LMDB
+import TokenSealing
 
 /// The registry on one LMDB environment: every rule of API.md, reads in
 /// short read transactions on the caller's thread, writes through one
@@ -18,6 +19,9 @@ public final class LMDBRegistryStore: RegistryStore, Service {
     public struct Configuration: Sendable {
         /// The LMDB environment directory (created when missing).
         public var directory: String
+        /// The keys tokens are sealed and indexed with (`DIR/secrets/token-keys`).
+        /// The index key is checked against the registry at open.
+        public var tokenKeys: TokenKeyRing
         public var maxDevicesPerUser = 20
         /// Activity tokens one device may hold; one more evicts its least recently refreshed.
         public var maxActivitiesPerDevice = 32
@@ -48,12 +52,17 @@ public final class LMDBRegistryStore: RegistryStore, Service {
         /// long a sweep holds the writer at a time).
         public var onSweepBatch: (@Sendable (SweepBatchReport) -> Void)?
 
-        public init(directory: String) { self.directory = directory }
+        public init(directory: String, tokenKeys: TokenKeyRing) {
+            self.directory = directory
+            self.tokenKeys = tokenKeys
+        }
     }
 
     let configuration: Configuration
     let environment: Environment
     let schema: Schema
+    let vault: TokenVault
+    let apps: AppCatalog
     let writer: GroupCommitWriter
     /// Signs fan-out cursors; generated at first open, kept in `meta`.
     let cursorSecret: [UInt8]
@@ -62,12 +71,15 @@ public final class LMDBRegistryStore: RegistryStore, Service {
         self.configuration = configuration
         environment = try Environment(Environment.Configuration(
             path: configuration.directory, mapSize: configuration.initialMapSize,
-            maxMapSize: configuration.maxMapSize, maxDatabases: 16))
+            maxMapSize: configuration.maxMapSize, maxDatabases: 32))
+        vault = TokenVault(ring: configuration.tokenKeys)
         do {
             let schema = try Schema(environment)
             self.schema = schema
-            try SchemaMigration(environment: environment, schema: schema).run()
-            cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema) }
+            apps = AppCatalog(apps: schema.apps)
+            try SchemaMigration(environment: environment, schema: schema, vault: vault, apps: apps).run()
+            let vault = self.vault
+            cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema, vault) }
         } catch {
             environment.close()
             throw error
@@ -77,13 +89,37 @@ public final class LMDBRegistryStore: RegistryStore, Service {
         writer.start()
     }
 
-    /// Returns the cursor secret, generated on a new environment.
-    private static func checkMeta(_ txn: WriteTransaction, _ schema: Schema) throws -> [UInt8] {
+    /// Checks the token keys against the registry (recording the index key's
+    /// check value on a new one) and returns the cursor secret, generated on
+    /// a new environment.
+    private static func checkMeta(_ txn: WriteTransaction, _ schema: Schema, _ vault: TokenVault) throws -> [UInt8] {
+        if let check = try txn.get(Schema.MetaKey.indexKeyCheck, in: schema.meta) {
+            guard check == vault.indexKeyCheck else { throw RegistryOpenError.wrongTokenKeys(detail: "another index key") }
+        } else {
+            try txn.put(vault.indexKeyCheck, for: Schema.MetaKey.indexKeyCheck, in: schema.meta)
+        }
+        try checkSealingKeys(txn, schema, vault)
         if let secret = try txn.get(Schema.MetaKey.cursorSecret, in: schema.meta) { return secret }
         var generator = SystemRandomNumberGenerator()
         let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
         try txn.put(secret, for: Schema.MetaKey.cursorSecret, in: schema.meta)
         return secret
+    }
+
+    /// One stored token of each kind must open: a key file whose index key
+    /// matches but which lacks the sealing key the tokens use is refused at
+    /// open, not discovered by the first read.
+    private static func checkSealingKeys(_ txn: ReadTransaction, _ schema: Schema, _ vault: TokenVault) throws {
+        for kind in TokenKind.allCases {
+            try txn.scan(schema.database(kind)) { _, value in
+                do {
+                    _ = try TokenValue(decoding: value, kind, vault)
+                } catch {
+                    throw RegistryOpenError.wrongTokenKeys(detail: "a stored \(kind) token does not open: \(error)")
+                }
+                return false
+            }
+        }
     }
 
     /// Stops taking writes, lets the writer commit what it holds, closes the
@@ -128,7 +164,9 @@ public final class LMDBRegistryStore: RegistryStore, Service {
     /// failed map resize) it throws `.unavailable`, which answers 503.
     func reading<T>(_ body: (RecordReader) throws -> T) throws -> T {
         do {
-            return try environment.read { txn in try body(RecordReader(txn: txn, schema: schema)) }
+            return try environment.read { txn in
+                try body(RecordReader(txn: txn, schema: schema, vault: vault, apps: apps))
+            }
         } catch let error as LMDBError where !environment.isUsable {
             throw RegistryError.unavailable(reason: "the storage map could not grow: \(error)")
         }
@@ -136,8 +174,10 @@ public final class LMDBRegistryStore: RegistryStore, Service {
 
     /// Runs `body` as one command of the next group commit.
     func writing<T: Sendable>(_ body: @escaping @Sendable (RecordWriter) throws -> T) async throws -> T {
-        let schema = self.schema
+        let schema = self.schema, vault = self.vault, apps = self.apps
         let clock = configuration.clock
-        return try await writer.submit { txn in try body(RecordWriter(txn: txn, schema: schema, now: clock.now())) }
+        return try await writer.submit { txn in
+            try body(RecordWriter(txn: txn, schema: schema, vault: vault, apps: apps, now: clock.now()))
+        }
     }
 }

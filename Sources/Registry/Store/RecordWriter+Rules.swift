@@ -21,7 +21,8 @@ extension RecordWriter {
     /// the platform the record will have, so a replay cannot smuggle a
     /// malformed token past the sequence verdict.
     func registerDevice(_ r: DeviceRegistration, maxDevices: Int) throws -> RegistrationOutcome {
-        let existing = try read.device(r.userId, r.deviceId)
+        let id = try recordID(r.userId, appId: r.appId, r.deviceId)
+        let existing = try read.device(id)
         let platform = r.platform ?? existing?.platform ?? .apns
         var pushToken: String?
         if case .set(let raw) = r.pushToken {
@@ -30,15 +31,15 @@ extension RecordWriter {
             case .failure(let problem): throw RegistryError.invalidField(field: "pushToken", message: problem.message)
             }
         }
-        let tombstone = try read.tombstone(r.userId, r.deviceId)
+        let tombstone = try read.tombstone(id)
         if try verdict(r.sequence, stored: existing, tombstone: tombstone) == .replay, var replayed = existing {
             let previous = replayed
             replayed.lastSeenAt = now
-            try save(r.userId, r.deviceId, replayed, previous: previous)
-            return RegistrationOutcome(device: try read.join(r.userId, r.deviceId, replayed), created: false)
+            try save(id, replayed, previous: previous)
+            return RegistrationOutcome(device: try read.join(id, replayed), created: false)
         }
-        if let pushToken { try claim(pushToken, .push, user: r.userId, device: r.deviceId, activity: nil) }
-        if existing == nil { try makeRoom(for: r.userId, maxDevices: maxDevices) }
+        if let pushToken { try claim(pushToken, .push, id, activity: nil) }
+        if existing == nil { try makeRoom(for: id, maxDevices: maxDevices) }
         let value = DeviceValue(
             platform: platform,
             environment: r.environment ?? existing?.environment ?? .production,
@@ -47,68 +48,99 @@ extension RecordWriter {
             createdAt: existing?.createdAt ?? now, lastSeenAt: now,
             sequence: r.sequence ?? existing?.sequence,
             activityCount: existing?.activityCount ?? 0)
-        try save(r.userId, r.deviceId, value, previous: existing)
-        let key = StoreKey.device(r.userId, r.deviceId)
+        try save(id, value, previous: existing)
         switch r.pushToken {
         case .keep:
-            if existing?.environment != value.environment, var token = try read.token(.push, key) {
+            if existing?.environment != value.environment, var token = try read.token(.push, id.key) {
                 token.environment = value.environment
-                try txn.put(token.encoded(), for: key, in: schema.pushTokens)
+                try txn.put(token.encoded(.push, vault), for: id.key, in: schema.pushTokens)
             }
         case .remove:
-            try removeToken(.push, key)
+            try removeToken(.push, id, reason: .permissionWithdrawn)
         case .set:
-            try putToken(.push, user: r.userId, device: r.deviceId,
-                         TokenValue(token: pushToken!, environment: value.environment, updatedAt: now))
+            try putToken(.push, id, TokenValue(token: pushToken!, environment: value.environment, updatedAt: now))
         }
-        return RegistrationOutcome(device: try read.join(r.userId, r.deviceId, value), created: existing == nil)
+        return RegistrationOutcome(device: try read.join(id, value), created: existing == nil)
     }
 
     func registerPushToStart(_ r: PushToStartRegistration, maxDevices: Int) throws -> DeviceRecord {
         let token = try normalizedHex(r.token)
-        let device = try touchDevice(r.userId, r.deviceId, sequence: r.sequence, maxDevices: maxDevices) {
-            try claim(token, .pushToStart, user: r.userId, device: r.deviceId, activity: nil)
+        let id = try recordID(r.userId, appId: r.appId, r.deviceId)
+        let device = try touchDevice(id, sequence: r.sequence, maxDevices: maxDevices) {
+            try claim(token, .pushToStart, id, activity: nil)
         }
-        if device.replayed { return try read.join(r.userId, r.deviceId, device.value) }
-        try putToken(.pushToStart, user: r.userId, device: r.deviceId,
-                     TokenValue(token: token, environment: r.environment ?? .production, updatedAt: now))
-        return try read.join(r.userId, r.deviceId, device.value)
+        if device.replayed { return try read.join(id, device.value) }
+        try putToken(.pushToStart, id, TokenValue(token: token, environment: r.environment ?? .production, updatedAt: now))
+        return try read.join(id, device.value)
     }
 
     /// A device holds at most `maxActivities` activity tokens: a new activity
     /// past that evicts the device's least recently refreshed one.
     func registerActivityToken(_ r: ActivityTokenRegistration, maxDevices: Int, maxActivities: Int) throws -> ActivityToken {
         let token = try normalizedHex(r.token)
-        let device = try touchDevice(r.userId, r.deviceId, sequence: r.sequence, maxDevices: maxDevices) {
-            try claim(token, .activity, user: r.userId, device: r.deviceId, activity: r.activityId)
+        let id = try recordID(r.userId, appId: r.appId, r.deviceId)
+        let device = try touchDevice(id, sequence: r.sequence, maxDevices: maxDevices) {
+            try claim(token, .activity, id, activity: r.activityId)
         }
-        let key = StoreKey.activityToken(r.activityId, r.userId, r.deviceId)
+        let key = StoreKey.activityToken(r.activityId, id)
         if device.replayed {
             let stored = try read.token(.activity, key)
             return ActivityToken(activityId: r.activityId, userId: r.userId, deviceId: r.deviceId,
                                  token: stored?.token ?? token, environment: stored?.environment ?? r.environment ?? .production,
-                                 lastSeenAt: stored?.updatedAt ?? now)
+                                 lastSeenAt: stored?.updatedAt ?? now, appId: r.appId)
         }
         if try read.token(.activity, key) == nil {
             var count = device.value.activityCount
-            while count >= max(1, maxActivities), let oldest = try read.leastRecentActivity(r.userId, r.deviceId) {
-                try removeActivityToken(oldest, r.userId, r.deviceId)
+            while count >= max(1, maxActivities), let oldest = try read.leastRecentActivity(id) {
+                try removeActivityToken(oldest, id, reason: .activityCap)
                 count -= 1
             }
         }
         let value = TokenValue(token: token, environment: r.environment ?? .production, updatedAt: now)
-        try putActivityToken(r.activityId, user: r.userId, device: r.deviceId, value)
+        try putActivityToken(r.activityId, id, value)
         return ActivityToken(activityId: r.activityId, userId: r.userId, deviceId: r.deviceId, token: token,
-                             environment: value.environment, lastSeenAt: now)
+                             environment: value.environment, lastSeenAt: now, appId: r.appId)
     }
 
     /// Sign-out: the device and all its tokens (O(activity cap)); with a
     /// sequence, a tombstone (at most `maxTombstones` per user).
-    func signOut(_ user: String, _ device: String, sequence: UInt64?, maxTombstones: Int) throws {
-        let existing = try read.device(user, device)
-        _ = try verdict(sequence, stored: existing, tombstone: try read.tombstone(user, device), isDelete: true)
-        try deleteDevice(user, device)
-        if let sequence { try putTombstone(user, device, sequence: sequence, maxTombstones: maxTombstones) }
+    func signOut(_ user: String, appId: String, _ device: String, sequence: UInt64?, maxTombstones: Int) throws {
+        // An app never seen has no record; a sequenced sign-out still leaves its tombstone.
+        let appKnown = try read.recordID(user, appId: appId, device) != nil
+        guard sequence != nil || appKnown else { return }
+        let id = try recordID(user, appId: appId, device)
+        let existing = try read.device(id)
+        _ = try verdict(sequence, stored: existing, tombstone: try read.tombstone(id), isDelete: true)
+        try deleteDevice(id, reason: .signOut)
+        if let sequence { try putTombstone(id, sequence: sequence, maxTombstones: maxTombstones) }
+    }
+
+    /// The environment correction: `token`'s environment set wherever it is
+    /// held, each change with an `environmentCorrected` event. A device's
+    /// push token takes its environment from the device, so the device
+    /// value changes with it.
+    func correctEnvironment(_ token: String, to environment: APNsEnvironment) throws -> Int {
+        var updated = 0
+        var candidates = [token]
+        if case .success(let hex) = Identifier.normalizeAPNsToken(token), !hex.utf8.elementsEqual(token.utf8) {
+            candidates.append(hex)
+        }
+        for candidate in candidates {
+            for kind in TokenKind.allCases {
+                guard let owner = try read.owner(of: candidate, kind) else { continue }
+                let key = read.tokenKey(kind, owner)
+                guard var stored = try read.token(kind, key), stored.environment != environment else { continue }
+                stored.environment = environment
+                try txn.put(stored.encoded(kind, vault), for: key, in: schema.database(kind))
+                if kind == .push, var device = try read.device(owner.id) {
+                    device.environment = environment
+                    try txn.put(device.encoded(), for: owner.id.key, in: schema.devices)
+                }
+                try recordEvent(owner.id, kind, activity: owner.activityId, .environmentCorrected, token: candidate)
+                updated += 1
+            }
+        }
+        return updated
     }
 
     /// APNs feedback: `token` removed wherever held, optionally only when
@@ -120,19 +152,20 @@ extension RecordWriter {
     /// activity tokens, and push tokens of `apns` devices. An FCM token is
     /// case-sensitive, so feedback for an uppercase FCM token never removes
     /// an APNs token that happens to have the same letters.
-    func removeEverywhere(_ token: String, before: Timestamp?) throws -> Int {
-        let exact = try removeHeld(token, before: before, apnsOnly: false)
+    func removeEverywhere(_ token: String, before: Timestamp?, feedback: FeedbackReason) throws -> Int {
+        let exact = try removeHeld(token, before: before, apnsOnly: false, feedback: feedback)
         guard !exact.heldByFCM, case .success(let hex) = Identifier.normalizeAPNsToken(token),
               !hex.utf8.elementsEqual(token.utf8) else { return exact.removed }
-        return exact.removed + (try removeHeld(hex, before: before, apnsOnly: true).removed)
+        return exact.removed + (try removeHeld(hex, before: before, apnsOnly: true, feedback: feedback).removed)
     }
 
-    private func removeHeld(_ token: String, before: Timestamp?, apnsOnly: Bool) throws -> (removed: Int, heldByFCM: Bool) {
+    private func removeHeld(_ token: String, before: Timestamp?, apnsOnly: Bool,
+                            feedback: FeedbackReason) throws -> (removed: Int, heldByFCM: Bool) {
         var removed = 0
         var heldByFCM = false
         for kind in TokenKind.allCases {
             guard let owner = try read.owner(of: token, kind) else { continue }
-            if kind == .push, try read.device(owner.userId, owner.deviceId)?.platform == .fcm {
+            if kind == .push, try read.device(owner.id)?.platform == .fcm {
                 heldByFCM = true
                 if apnsOnly { continue }
             }
@@ -140,9 +173,11 @@ extension RecordWriter {
             if let before, let stored = try read.token(kind, key), !(stored.updatedAt < before) { continue }
             switch kind {
             case .push, .pushToStart:
-                if try removeToken(kind, key) { removed += 1 }
+                if try removeToken(kind, owner.id, reason: .feedback, feedback: feedback) { removed += 1 }
             case .activity:
-                if try removeActivityToken(owner.activityId ?? "", owner.userId, owner.deviceId) { removed += 1 }
+                if try removeActivityToken(owner.activityId ?? "", owner.id, reason: .feedback, feedback: feedback) {
+                    removed += 1
+                }
             }
         }
         return (removed, heldByFCM)
@@ -152,48 +187,52 @@ extension RecordWriter {
 
     /// Sequence check, then `claimToken`, then create-or-refresh the device
     /// (push-to-start and activity registrations create it when missing).
-    private func touchDevice(_ user: String, _ device: String, sequence: UInt64?, maxDevices: Int,
+    private func touchDevice(_ id: RecordID, sequence: UInt64?, maxDevices: Int,
                              claimToken: () throws -> Void) throws -> (value: DeviceValue, replayed: Bool) {
-        let verdict = try verdict(sequence, stored: try read.device(user, device), tombstone: try read.tombstone(user, device))
+        let verdict = try verdict(sequence, stored: try read.device(id), tombstone: try read.tombstone(id))
         if verdict == .apply { try claimToken() }
         // Read after the claim: moving an activity token off this very device changed its count.
-        let existing = try read.device(user, device)
-        if existing == nil { try makeRoom(for: user, maxDevices: maxDevices) }
+        let existing = try read.device(id)
+        if existing == nil { try makeRoom(for: id, maxDevices: maxDevices) }
         var value = existing ?? DeviceValue(platform: .apns, environment: .production, osVersion: nil, appVersion: nil,
                                             createdAt: now, lastSeenAt: now, sequence: nil)
         value.lastSeenAt = now
         if verdict == .apply, let sequence { value.sequence = sequence }
-        try save(user, device, value, previous: existing)
+        try save(id, value, previous: existing)
         return (value, verdict == .replay && existing != nil)
     }
 
-    /// One owner per token: a holder other than this (user, device[, activity])
-    /// loses it. For push and push-to-start tokens that holder's whole record
-    /// goes (a reinstall made a new id, or the account switched); for an
-    /// activity token only that activity entry goes.
-    private func claim(_ token: String, _ kind: TokenKind, user: String, device: String, activity: String?) throws {
+    /// One owner per token (across users and apps): a holder other than
+    /// this record (and activity) loses it. For push and push-to-start
+    /// tokens that holder's whole record goes (a reinstall made a new id, or
+    /// the account switched); for an activity token only that activity entry
+    /// goes. The loser's history says `movedToDevice` when it is the same
+    /// user, `movedToUser` otherwise (never naming the new holder).
+    private func claim(_ token: String, _ kind: TokenKind, _ id: RecordID, activity: String?) throws {
         guard let owner = try read.owner(of: token, kind) else { return }
         // Compared as key bytes: `String ==` would call canonically equivalent ids the same holder.
-        let claimant = activity.map { StoreKey.activityToken($0, user, device) } ?? StoreKey.device(user, device)
+        let claimant = activity.map { StoreKey.activityToken($0, id) } ?? id.key
         guard read.tokenKey(kind, owner) != claimant else { return }
+        let reason: HistoryEvent.Reason = owner.id.user.utf8.elementsEqual(id.user.utf8) ? .movedToDevice : .movedToUser
         switch kind {
         case .push, .pushToStart:
-            try deleteDevice(owner.userId, owner.deviceId)
+            try deleteDevice(owner.id, reason: reason)
         case .activity:
-            try removeActivityToken(owner.activityId ?? "", owner.userId, owner.deviceId)
+            try removeActivityToken(owner.activityId ?? "", owner.id, reason: reason)
         }
     }
 
-    /// The device cap: evicts least recently seen devices (with their tokens)
-    /// until one more fits.
-    private func makeRoom(for user: String, maxDevices: Int) throws {
-        var devices = try read.deviceValues(of: user)
+    /// The device cap, per (user, app): evicts least recently seen devices
+    /// (with their tokens) until one more fits.
+    private func makeRoom(for id: RecordID, maxDevices: Int) throws {
+        var devices = try read.deviceValues(of: id.user, app: id.app)
         guard devices.count >= maxDevices else { return }
         devices.sort { a, b in
-            a.1.lastSeenAt != b.1.lastSeenAt ? a.1.lastSeenAt < b.1.lastSeenAt : a.0.utf8.lexicographicallyPrecedes(b.0.utf8)
+            a.1.lastSeenAt != b.1.lastSeenAt ? a.1.lastSeenAt < b.1.lastSeenAt
+                : a.0.device.utf8.lexicographicallyPrecedes(b.0.device.utf8)
         }
-        for (deviceId, _) in devices.prefix(devices.count - maxDevices + 1) {
-            try deleteDevice(user, deviceId)
+        for (evicted, _) in devices.prefix(devices.count - maxDevices + 1) {
+            try deleteDevice(evicted, reason: .deviceCap)
         }
     }
 

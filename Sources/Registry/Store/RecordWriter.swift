@@ -4,37 +4,49 @@ import LMDB
 /// keeps its indexes in step in the same transaction as the record: the
 /// token owner index with every token, the expiry index with every
 /// lastSeen, `deviceActivities` and the device's `activityCount` with every
-/// activity token. Rules (sequence, one owner, caps) are in `RecordWriter+Rules`.
+/// activity token, and the user's token history with every token that
+/// comes, changes or goes. Rules (sequence, one owner, caps) are in
+/// `RecordWriter+Rules`.
 ///
 /// Ids are compared as bytes, never with `String ==` (which treats
 /// canonically equivalent strings as equal while their keys differ).
 struct RecordWriter {
     let txn: WriteTransaction
     let schema: Schema
+    let vault: TokenVault
+    let apps: AppCatalog
     let now: Timestamp
-    var read: RecordReader { RecordReader(txn: txn, schema: schema) }
+    /// `false` for writes that restore state rather than change it (import,
+    /// repair): they write no history events.
+    var recordsHistory = true
+    var read: RecordReader { RecordReader(txn: txn, schema: schema, vault: vault, apps: apps) }
+
+    /// The record of (user, appId, device), assigning the app its code when new.
+    func recordID(_ user: String, appId: String, _ device: String) throws -> RecordID {
+        RecordID(user: user, app: try apps.code(appId, txn), device: device)
+    }
 
     // MARK: Devices
 
     /// Writes a device, moving its expiry entry only when its hour bucket changes.
-    func save(_ user: String, _ device: String, _ value: DeviceValue, previous: DeviceValue?) throws {
-        let key = StoreKey.device(user, device)
-        try txn.put(value.encoded(), for: key, in: schema.devices)
-        try moveExpiry(.device, key, from: previous?.lastSeenAt, to: value.lastSeenAt)
+    func save(_ id: RecordID, _ value: DeviceValue, previous: DeviceValue?) throws {
+        try txn.put(value.encoded(), for: id.key, in: schema.devices)
+        try moveExpiry(.device, id.key, from: previous?.lastSeenAt, to: value.lastSeenAt)
     }
 
-    /// Removes a device with all its tokens. Returns what went, for sweep counts.
+    /// Removes a device with all its tokens, each with a history event
+    /// naming `reason`. Returns what went, for sweep counts.
     @discardableResult
-    func deleteDevice(_ user: String, _ device: String) throws -> SweepCounts {
-        let key = StoreKey.device(user, device)
-        guard let value = try read.device(user, device) else { return SweepCounts() }
+    func deleteDevice(_ id: RecordID, reason: HistoryEvent.Reason) throws -> SweepCounts {
+        let key = id.key
+        guard let value = try read.device(id) else { return SweepCounts() }
         try txn.delete(key, in: schema.devices)
         try txn.delete(ExpiryKey(at: value.lastSeenAt, kind: .device, recordKey: key).bytes, in: schema.expiry)
         var counts = SweepCounts(devices: 1)
-        try removeToken(.push, key)
-        if try removeToken(.pushToStart, key) { counts.pushToStartTokens = 1 }
-        for activity in try read.activities(user, device) {
-            if try removeActivityToken(activity, user, device) { counts.activityTokens += 1 }
+        try removeToken(.push, id, reason: reason)
+        if try removeToken(.pushToStart, id, reason: reason) { counts.pushToStartTokens = 1 }
+        for activity in try read.activities(id) {
+            if try removeActivityToken(activity, id, reason: reason) { counts.activityTokens += 1 }
         }
         return counts
     }
@@ -42,90 +54,144 @@ struct RecordWriter {
     // MARK: Tokens
 
     /// Stores a device-level token (push or push-to-start) and its owner entry;
-    /// the owner entry of a replaced token is dropped.
-    func putToken(_ kind: TokenKind, user: String, device: String, _ value: TokenValue) throws {
-        let key = StoreKey.device(user, device)
+    /// the owner entry of a replaced token is dropped. A new or replaced
+    /// token is a `registered` or `rotated` event; a refresh is none.
+    func putToken(_ kind: TokenKind, _ id: RecordID, _ value: TokenValue) throws {
+        let key = id.key
         let old = try read.token(kind, key)
-        try txn.put(value.encoded(), for: key, in: schema.database(kind))
+        try txn.put(value.encoded(kind, vault), for: key, in: schema.database(kind))
         guard old?.token != value.token else { return }
-        if let old { try txn.delete(StoreKey.tokenOwner(old.token, kind), in: schema.tokenOwners) }
-        try txn.put(OwnerValue(userId: user, deviceId: device, activityId: nil).encoded(),
-                    for: StoreKey.tokenOwner(value.token, kind), in: schema.tokenOwners)
+        if let old { try deleteOwnerEntry(old.token, kind, pointingAt: key) }
+        try txn.put(OwnerValue(id: id, activityId: nil).encoded(), for: vault.ownerKey(value.token, kind), in: schema.tokenOwners)
+        try recordEvent(id, kind, activity: nil, old == nil ? .registered : .rotated, token: value.token)
     }
 
     /// Removes a device-level token and its owner entry; false when there was none.
     @discardableResult
-    func removeToken(_ kind: TokenKind, _ key: [UInt8]) throws -> Bool {
+    func removeToken(_ kind: TokenKind, _ id: RecordID, reason: HistoryEvent.Reason,
+                     feedback: FeedbackReason? = nil) throws -> Bool {
+        let key = id.key
         guard let old = try read.token(kind, key) else { return false }
         try txn.delete(key, in: schema.database(kind))
         try deleteOwnerEntry(old.token, kind, pointingAt: key)
+        try recordEvent(id, kind, activity: nil, .removed, reason: reason, feedback: feedback, token: old.token)
         return true
     }
 
     /// Stores an activity token with its owner, device-activity and expiry
     /// entries, counting it on its device (which must exist).
-    func putActivityToken(_ activity: String, user: String, device: String, _ value: TokenValue) throws {
-        let key = StoreKey.activityToken(activity, user, device)
+    func putActivityToken(_ activity: String, _ id: RecordID, _ value: TokenValue) throws {
+        let key = StoreKey.activityToken(activity, id)
         let old = try read.token(.activity, key)
-        try txn.put(value.encoded(), for: key, in: schema.activityTokens)
+        try txn.put(value.encoded(.activity, vault), for: key, in: schema.activityTokens)
         try moveExpiry(.activityToken, key, from: old?.updatedAt, to: value.updatedAt)
         if old == nil {
-            try txn.put([], for: StoreKey.deviceActivity(user, device, activity), in: schema.deviceActivities)
-            try countActivity(user, device, by: 1)
+            try txn.put([], for: StoreKey.deviceActivity(id, activity), in: schema.deviceActivities)
+            try countActivity(id, by: 1)
         }
         guard old?.token != value.token else { return }
         if let old { try deleteOwnerEntry(old.token, .activity, pointingAt: key) }
-        try txn.put(OwnerValue(userId: user, deviceId: device, activityId: activity).encoded(),
-                    for: StoreKey.tokenOwner(value.token, .activity), in: schema.tokenOwners)
+        try txn.put(OwnerValue(id: id, activityId: activity).encoded(), for: vault.ownerKey(value.token, .activity),
+                    in: schema.tokenOwners)
+        try recordEvent(id, .activity, activity: activity, old == nil ? .registered : .rotated, token: value.token)
     }
 
     @discardableResult
-    func removeActivityToken(_ activity: String, _ user: String, _ device: String) throws -> Bool {
-        let key = StoreKey.activityToken(activity, user, device)
+    func removeActivityToken(_ activity: String, _ id: RecordID, reason: HistoryEvent.Reason,
+                             feedback: FeedbackReason? = nil) throws -> Bool {
+        let key = StoreKey.activityToken(activity, id)
         guard let old = try read.token(.activity, key) else { return false }
         try txn.delete(key, in: schema.activityTokens)
         try txn.delete(ExpiryKey(at: old.updatedAt, kind: .activityToken, recordKey: key).bytes, in: schema.expiry)
-        try txn.delete(StoreKey.deviceActivity(user, device, activity), in: schema.deviceActivities)
+        try txn.delete(StoreKey.deviceActivity(id, activity), in: schema.deviceActivities)
         try deleteOwnerEntry(old.token, .activity, pointingAt: key)
-        try countActivity(user, device, by: -1)
+        try countActivity(id, by: -1)
+        try recordEvent(id, .activity, activity: activity, .removed, reason: reason, feedback: feedback, token: old.token)
         return true
     }
 
     /// Keeps the device's stored `activityCount` in step (no expiry move:
     /// `lastSeenAt` is unchanged). A missing device is left alone: it is
     /// being deleted with its tokens.
-    private func countActivity(_ user: String, _ device: String, by delta: Int) throws {
-        guard var value = try read.device(user, device) else { return }
+    private func countActivity(_ id: RecordID, by delta: Int) throws {
+        guard var value = try read.device(id) else { return }
         value.activityCount = max(0, value.activityCount + delta)
-        try txn.put(value.encoded(), for: StoreKey.device(user, device), in: schema.devices)
+        try txn.put(value.encoded(), for: id.key, in: schema.devices)
     }
 
     /// Drops the owner entry only if it still points at this holder (a newer
     /// holder's entry is left alone).
     private func deleteOwnerEntry(_ token: String, _ kind: TokenKind, pointingAt key: [UInt8]) throws {
-        let ownerKey = StoreKey.tokenOwner(token, kind)
+        let ownerKey = vault.ownerKey(token, kind)
         guard let bytes = try txn.get(ownerKey, in: schema.tokenOwners) else { return }
         if read.tokenKey(kind, try OwnerValue(decoding: bytes)) == key {
             try txn.delete(ownerKey, in: schema.tokenOwners)
         }
     }
 
+    // MARK: History
+
+    /// Appends one event to the record's user's history, with its expiry
+    /// entry (swept with the device TTL). A user keeps at most
+    /// `HistoryEvent.maxPerUser` events: the oldest go first.
+    func recordEvent(_ id: RecordID, _ kind: TokenKind, activity: String?, _ action: HistoryEvent.Action,
+                     reason: HistoryEvent.Reason? = nil, feedback: FeedbackReason? = nil, token: String) throws {
+        guard recordsHistory else { return }
+        let value = HistoryValue(at: now, app: id.app, device: id.device, kind: HistoryEvent.Kind(kind),
+                                 activityId: activity, action: action, reason: action == .removed ? reason : nil,
+                                 feedbackReason: reason == .feedback ? feedback : nil,
+                                 fingerprint: HistoryEvent.fingerprint(of: token))
+        try appendHistory(id.user, value)
+    }
+
+    /// Writes `value` as the user's newest event (time order kept even if
+    /// the clock steps back), then trims the user's history to the bound.
+    func appendHistory(_ user: String, _ value: HistoryValue) throws {
+        var keys: [[UInt8]] = []
+        try txn.scan(schema.history, prefix: StoreKey.user(user)) { key, _ in
+            keys.append(key)
+            return true
+        }
+        var at = value.at
+        var counter: UInt32 = 0
+        if let last = keys.last.flatMap(StoreKey.historyClock), !(last.at < at) {
+            at = last.at
+            counter = last.counter &+ 1
+        }
+        var stored = value
+        stored.at = at
+        let key = StoreKey.history(user, at: at, counter: counter)
+        try txn.put(stored.encoded(), for: key, in: schema.history)
+        try txn.put([], for: ExpiryKey(at: at, kind: .history, recordKey: key).bytes, in: schema.expiry)
+        for old in keys.prefix(max(0, keys.count + 1 - HistoryEvent.maxPerUser)) {
+            try deleteHistoryEvent(old)
+        }
+    }
+
+    @discardableResult
+    func deleteHistoryEvent(_ key: [UInt8]) throws -> Bool {
+        guard let clock = StoreKey.historyClock(key), try txn.delete(key, in: schema.history) else { return false }
+        try txn.delete(ExpiryKey(at: clock.at, kind: .history, recordKey: key).bytes, in: schema.expiry)
+        return true
+    }
+
     // MARK: Tombstones and expiry
 
     /// Leaves (or raises) a sign-out's tombstone. A user holds at most
-    /// `maxTombstones`: a new one past that drops the user's oldest (ties by
-    /// deviceId bytes), so deletes of made-up ids cannot grow storage.
-    func putTombstone(_ user: String, _ device: String, sequence: UInt64, maxTombstones: Int) throws {
-        let key = StoreKey.device(user, device)
-        let old = try read.tombstone(user, device)
+    /// `maxTombstones` per app: a new one past that drops the oldest (ties
+    /// by deviceId bytes), so deletes of made-up ids cannot grow storage.
+    func putTombstone(_ id: RecordID, sequence: UInt64, maxTombstones: Int) throws {
+        let key = id.key
+        let old = try read.tombstone(id)
         if old == nil {
-            var existing = try read.tombstones(of: user)
+            var existing = try read.tombstones(of: id.user, app: id.app)
             if existing.count >= maxTombstones {
                 existing.sort { a, b in
-                    a.1.deletedAt != b.1.deletedAt ? a.1.deletedAt < b.1.deletedAt : a.0.utf8.lexicographicallyPrecedes(b.0.utf8)
+                    a.1.deletedAt != b.1.deletedAt ? a.1.deletedAt < b.1.deletedAt
+                        : a.0.device.utf8.lexicographicallyPrecedes(b.0.device.utf8)
                 }
-                for (deviceId, _) in existing.prefix(existing.count - max(1, maxTombstones) + 1) {
-                    _ = try deleteTombstone(StoreKey.device(user, deviceId))
+                for (oldest, _) in existing.prefix(existing.count - max(1, maxTombstones) + 1) {
+                    _ = try deleteTombstone(oldest.key)
                 }
             }
         }
@@ -143,9 +209,19 @@ struct RecordWriter {
     }
 
     /// Moves an expiry entry between hour buckets; no write when the bucket is unchanged.
-    private func moveExpiry(_ kind: ExpiryKey.Kind, _ key: [UInt8], from old: Timestamp?, to new: Timestamp) throws {
+    func moveExpiry(_ kind: ExpiryKey.Kind, _ key: [UInt8], from old: Timestamp?, to new: Timestamp) throws {
         if let old, ExpiryKey.bucket(of: old) == ExpiryKey.bucket(of: new) { return }
         if let old { try txn.delete(ExpiryKey(at: old, kind: kind, recordKey: key).bytes, in: schema.expiry) }
         try txn.put([], for: ExpiryKey(at: new, kind: kind, recordKey: key).bytes, in: schema.expiry)
+    }
+}
+
+extension HistoryEvent.Kind {
+    init(_ kind: TokenKind) {
+        switch kind {
+        case .push: self = .push
+        case .pushToStart: self = .pushToStart
+        case .activity: self = .activity
+        }
     }
 }

@@ -5,19 +5,28 @@ import LMDB
 ///
 /// | database | key | value |
 /// | --- | --- | --- |
-/// | devices | (user, device) | DeviceValue |
-/// | pushTokens, pushToStart | (user, device) | TokenValue |
-/// | activityTokens | (activity, user, device) | TokenValue |
-/// | deviceActivities | (user, device, activity) | empty |
-/// | tokenOwners | SHA-256(token) + kind | OwnerValue |
-/// | expiry | (hour bucket, kind, record key) | empty |
-/// | tombstones | (user, device) | TombstoneValue |
-/// | meta | name | schema version, cursor secret, lastSweepAt |
+/// | v3.devices | (user, app code, device) | DeviceValue |
+/// | v3.pushTokens, v3.pushToStart | (user, app code, device) | TokenValue (sealed) |
+/// | v3.activityTokens | (activity, user, app code, device) | TokenValue (sealed) |
+/// | v3.deviceActivities | (user, app code, device, activity) | empty |
+/// | v3.tokenOwners | HMAC-SHA-256(index key, token) + kind | OwnerValue |
+/// | v3.expiry | (kind, hour bucket, record key) | empty |
+/// | v3.tombstones | (user, app code, device) | TombstoneValue |
+/// | v3.history | (user, time, counter) | HistoryValue |
+/// | apps | appId | its code (`AppCatalog`) |
+/// | meta | name | schema version, cursor secret, lastSweepAt, index key check |
+///
+/// Schema 3 put its databases under new names (`v3.`) so that the
+/// migration from schema 2 (`SchemaMigration`) moves records from the old
+/// databases into the new ones in bounded steps, each old entry deleted as
+/// its new form is written: a half-done migration is two disjoint halves,
+/// never one database holding both key layouts.
 struct Schema: Sendable {
     /// Bumped when a stored encoding changes; checked at open, where
     /// `SchemaMigration` brings an older environment up to it.
     /// 2: device values carry `activityCount`.
-    static let version: UInt64 = 2
+    /// 3: tokens sealed, owner index keyed by HMAC, app families, history.
+    static let version: UInt64 = 3
 
     let devices: Database
     let pushTokens: Database
@@ -27,17 +36,21 @@ struct Schema: Sendable {
     let tokenOwners: Database
     let expiry: Database
     let tombstones: Database
+    let history: Database
+    let apps: Database
     let meta: Database
 
     init(_ env: Environment) throws {
-        devices = try env.openDatabase("devices")
-        pushTokens = try env.openDatabase("pushTokens")
-        pushToStart = try env.openDatabase("pushToStart")
-        activityTokens = try env.openDatabase("activityTokens")
-        deviceActivities = try env.openDatabase("deviceActivities")
-        tokenOwners = try env.openDatabase("tokenOwners")
-        expiry = try env.openDatabase("expiry")
-        tombstones = try env.openDatabase("tombstones")
+        devices = try env.openDatabase("v3.devices")
+        pushTokens = try env.openDatabase("v3.pushTokens")
+        pushToStart = try env.openDatabase("v3.pushToStart")
+        activityTokens = try env.openDatabase("v3.activityTokens")
+        deviceActivities = try env.openDatabase("v3.deviceActivities")
+        tokenOwners = try env.openDatabase("v3.tokenOwners")
+        expiry = try env.openDatabase("v3.expiry")
+        tombstones = try env.openDatabase("v3.tombstones")
+        history = try env.openDatabase("v3.history")
+        apps = try env.openDatabase("apps")
         meta = try env.openDatabase("meta")
     }
 
@@ -54,17 +67,24 @@ struct Schema: Sendable {
         static let schemaVersion = Array("schemaVersion".utf8)
         static let cursorSecret = Array("cursorSecret".utf8)
         static let lastSweepAt = Array("lastSweepAt".utf8)
+        /// `TokenVault.indexKeyCheck` of the key file the registry was written with.
+        static let indexKeyCheck = Array("indexKeyCheck".utf8)
     }
 }
 
 /// Why a registry environment could not be opened.
 public enum RegistryOpenError: Error, Hashable, Sendable, CustomStringConvertible {
     case schemaMismatch(found: UInt64, expected: UInt64)
+    /// The token key file is not the one this registry's tokens were sealed
+    /// and indexed with: starting anyway would serve an empty-looking registry.
+    case wrongTokenKeys(detail: String)
 
     public var description: String {
         switch self {
         case .schemaMismatch(let found, let expected):
             "the data directory holds schema version \(found); this build reads versions up to \(expected)"
+        case .wrongTokenKeys(let detail):
+            "the token key file does not match this registry (\(detail)); give the key file it was written with (--token-key-file, or DIR/secrets/token-keys)"
         }
     }
 }

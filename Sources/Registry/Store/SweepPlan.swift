@@ -25,7 +25,9 @@ struct SweepPlan: Sendable {
 
     /// Devices first, so activity tokens that go with their device are not
     /// visited again as tokens.
-    static let order: [ExpiryKey.Kind] = [.device, .tombstone, .activityToken]
+    /// History last: the devices and tokens it sweeps write `expired` events,
+    /// which are new and stay.
+    static let order: [ExpiryKey.Kind] = [.device, .tombstone, .activityToken, .history]
 
     func cutoff(_ kind: ExpiryKey.Kind) -> Timestamp {
         kind == .activityToken ? activityCutoff : deviceCutoff
@@ -55,16 +57,17 @@ struct SweepPlan: Sendable {
     func isExpired(_ entry: ExpiryKey, _ read: RecordReader) throws -> Bool {
         switch entry.kind {
         case .device:
-            guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2,
-                  let device = try read.device(parts[0], parts[1]) else { return false }
+            guard let id = StoreKey.recordID(entry.recordKey), let device = try read.device(id) else { return false }
             return device.lastSeenAt <= deviceCutoff
         case .activityToken:
             guard let token = try read.token(.activity, entry.recordKey) else { return false }
             return token.updatedAt <= activityCutoff
         case .tombstone:
-            guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2,
-                  let tombstone = try read.tombstone(parts[0], parts[1]) else { return false }
+            guard let id = StoreKey.recordID(entry.recordKey), let tombstone = try read.tombstone(id) else { return false }
             return tombstone.deletedAt <= deviceCutoff
+        case .history:
+            guard let clock = StoreKey.historyClock(entry.recordKey) else { return false }
+            return clock.at <= deviceCutoff
         }
     }
 
@@ -79,13 +82,15 @@ struct SweepPlan: Sendable {
             guard try isExpired(entry, writer.read) else { continue }
             switch entry.kind {
             case .device:
-                guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2 else { continue }
-                counts = counts + (try writer.deleteDevice(parts[0], parts[1]))
+                guard let id = StoreKey.recordID(entry.recordKey) else { continue }
+                counts = counts + (try writer.deleteDevice(id, reason: .expired))
             case .activityToken:
-                guard let parts = StoreKey.decode(entry.recordKey), parts.count == 3 else { continue }
-                if try writer.removeActivityToken(parts[0], parts[1], parts[2]) { counts.activityTokens += 1 }
+                guard let parts = StoreKey.activityTokenParts(entry.recordKey) else { continue }
+                if try writer.removeActivityToken(parts.activity, parts.id, reason: .expired) { counts.activityTokens += 1 }
             case .tombstone:
                 if try writer.deleteTombstone(entry.recordKey) { counts.tombstones += 1 }
+            case .history:
+                try writer.deleteHistoryEvent(entry.recordKey)
             }
         }
         return (counts, nil)
@@ -98,17 +103,19 @@ struct SweepPlan: Sendable {
         for entry in keys where try isExpired(entry, read) {
             switch entry.kind {
             case .device:
-                guard let parts = StoreKey.decode(entry.recordKey), parts.count == 2 else { continue }
+                guard let id = StoreKey.recordID(entry.recordKey) else { continue }
                 counts.devices += 1
                 if try read.token(.pushToStart, entry.recordKey) != nil { counts.pushToStartTokens += 1 }
-                for activity in try read.activities(parts[0], parts[1]) {
-                    let key = StoreKey.activityToken(activity, parts[0], parts[1])
+                for activity in try read.activities(id) {
+                    let key = StoreKey.activityToken(activity, id)
                     if alreadyCounted.insert(key).inserted { counts.activityTokens += 1 }
                 }
             case .activityToken:
                 if alreadyCounted.insert(entry.recordKey).inserted { counts.activityTokens += 1 }
             case .tombstone:
                 counts.tombstones += 1
+            case .history:
+                break
             }
         }
         return counts

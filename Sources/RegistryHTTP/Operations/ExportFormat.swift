@@ -2,8 +2,11 @@ import JSON
 import Registry
 
 /// The JSON Lines format of `registryd export` and `import`: one object per
-/// line, `{"device": {…}}` with its tokens, or `{"tombstone": {…}}`.
-/// Timestamps are epoch milliseconds so a round trip is exact. It holds
+/// line, `{"device": {…}}` with its tokens, `{"tombstone": {…}}`, or
+/// `{"history": {…}}` (one token history event). Timestamps are epoch
+/// milliseconds so a round trip is exact. `appId` is written only for an
+/// app other than `default`, so a registry without app families exports the
+/// very lines it did before, and those lines import unchanged. It holds
 /// tokens in plaintext: treat an export like the data directory itself.
 public enum ExportFormat {
     public static func encode(_ record: ExportedRecord) -> [UInt8] {
@@ -15,7 +18,7 @@ public enum ExportFormat {
                                 ("updatedAt", .int(t.updatedAt.milliseconds))])
             }
             return JSONWriter.encode(.object([("device", .object([
-                ("userId", .string(d.userId)), ("deviceId", .string(d.deviceId)),
+                ("userId", .string(d.userId))] + appMember(d.appId) + [("deviceId", .string(d.deviceId)),
                 ("platform", .string(d.platform.rawValue)), ("environment", .string(d.environment.rawValue)),
                 ("osVersion", d.osVersion.map { .string($0) } ?? .null),
                 ("appVersion", d.appVersion.map { .string($0) } ?? .null),
@@ -27,12 +30,25 @@ public enum ExportFormat {
                              ("environment", .string(t.environment.rawValue)), ("updatedAt", .int(t.lastSeenAt.milliseconds))])
                 })),
             ]))]))
-        case .tombstone(let user, let device, let sequence, let deletedAt):
+        case .tombstone(let t):
             return JSONWriter.encode(.object([("tombstone", .object([
-                ("userId", .string(user)), ("deviceId", .string(device)),
-                ("sequence", .uint(sequence)), ("deletedAt", .int(deletedAt.milliseconds)),
+                ("userId", .string(t.userId))] + appMember(t.appId) + [("deviceId", .string(t.deviceId)),
+                ("sequence", .uint(t.sequence)), ("deletedAt", .int(t.deletedAt.milliseconds)),
+            ]))]))
+        case .history(let e):
+            return JSONWriter.encode(.object([("history", .object([
+                ("userId", .string(e.userId)), ("appId", .string(e.appId)), ("deviceId", .string(e.deviceId)),
+                ("at", .int(e.at.milliseconds)), ("kind", .string(e.kind.rawValue)),
+                ("activityId", e.activityId.map { .string($0) } ?? .null), ("action", .string(e.action.rawValue)),
+                ("reason", e.reason.map { .string($0.rawValue) } ?? .null),
+                ("feedbackReason", e.feedbackReason.map { .string($0.rawValue) } ?? .null),
+                ("tokenFingerprint", .string(e.tokenFingerprint)),
             ]))]))
         }
+    }
+
+    private static func appMember(_ appId: String) -> [(String, JSONWriter.Value)] {
+        appId == Identifier.defaultAppId ? [] : [("appId", .string(appId))]
     }
 
     /// A line that import refuses: its number, the field, and why.
@@ -58,8 +74,12 @@ public enum ExportFormat {
         if top["tombstone"] != nil {
             let t = try fields.object(top["tombstone"], "tombstone")
             guard let sequence = t["sequence"]?.exactUInt64 else { throw LineError(line: line, field: "sequence") }
-            return .tombstone(userId: try fields.userId(t), deviceId: try fields.deviceId(t, "deviceId"),
-                              sequence: sequence, deletedAt: try fields.time(t, "deletedAt"))
+            return .tombstone(Tombstone(userId: try fields.userId(t), deviceId: try fields.deviceId(t, "deviceId"),
+                                        sequence: sequence, deletedAt: try fields.time(t, "deletedAt"),
+                                        appId: try fields.appId(t)))
+        }
+        if top["history"] != nil {
+            return .history(try fields.historyEvent(try fields.object(top["history"], "history")))
         }
         let d = try fields.object(top["device"], "device")
         guard let platform = Platform(rawValue: try fields.string(d, "platform")) else {
@@ -70,7 +90,7 @@ public enum ExportFormat {
             guard let exact = s.exactUInt64 else { throw LineError(line: line, field: "sequence") }
             sequence = exact
         }
-        let userId = try fields.userId(d), deviceId = try fields.deviceId(d, "deviceId")
+        let userId = try fields.userId(d), deviceId = try fields.deviceId(d, "deviceId"), appId = try fields.appId(d)
         var activityTokens: [ActivityToken] = []
         var activities = Set<[UInt8]>()
         if let items = d["activityTokens"], items != .null {
@@ -84,7 +104,7 @@ public enum ExportFormat {
                 activityTokens.append(ActivityToken(activityId: activityId, userId: userId, deviceId: deviceId,
                                                     token: try fields.apnsToken(t, "token"),
                                                     environment: try fields.environment(t),
-                                                    lastSeenAt: try fields.time(t, "updatedAt")))
+                                                    lastSeenAt: try fields.time(t, "updatedAt"), appId: appId))
             }
         }
         let record = DeviceRecord(
@@ -93,7 +113,7 @@ public enum ExportFormat {
             pushToken: try fields.storedToken(d, "pushToken", platform: platform),
             pushToStartToken: try fields.storedToken(d, "pushToStartToken", platform: .apns),
             activityCount: activityTokens.count, createdAt: try fields.time(d, "createdAt"),
-            lastSeenAt: try fields.time(d, "lastSeenAt"), sequence: sequence)
+            lastSeenAt: try fields.time(d, "lastSeenAt"), sequence: sequence, appId: appId)
         return .device(record, activityTokens: activityTokens)
     }
 }
@@ -127,6 +147,39 @@ private struct LineFields {
         let id = try string(o, name)
         if let problem = Identifier.checkDeviceId(id) { throw fail(name, problem.message) }
         return id
+    }
+
+    /// `appId`, `default` when absent.
+    func appId(_ o: JSONObject) throws -> String {
+        guard o["appId"] != nil, o["appId"] != .null else { return Identifier.defaultAppId }
+        let id = try string(o, "appId")
+        if let problem = Identifier.checkAppId(id) { throw fail("appId", problem.message) }
+        return id
+    }
+
+    func historyEvent(_ o: JSONObject) throws -> HistoryEvent {
+        func choice<E: RawRepresentable>(_ name: String, _ type: E.Type) throws -> E where E.RawValue == String {
+            guard let value = E(rawValue: try string(o, name)) else { throw fail(name, "is not a known value") }
+            return value
+        }
+        func optional<E: RawRepresentable>(_ name: String, _ type: E.Type) throws -> E? where E.RawValue == String {
+            o[name] == nil || o[name] == .null ? nil : try choice(name, type)
+        }
+        let kind = try choice("kind", HistoryEvent.Kind.self)
+        let action = try choice("action", HistoryEvent.Action.self)
+        let reason = try optional("reason", HistoryEvent.Reason.self)
+        let feedbackReason = try optional("feedbackReason", FeedbackReason.self)
+        let activityId: String? = o["activityId"] == nil || o["activityId"] == .null ? nil : try deviceId(o, "activityId")
+        guard (kind == .activity) == (activityId != nil) else { throw fail("activityId", "is set exactly for kind 'activity'") }
+        guard (action == .removed) == (reason != nil) else { throw fail("reason", "is set exactly for action 'removed'") }
+        guard feedbackReason == nil || reason == .feedback else { throw fail("feedbackReason", "is set only for reason 'feedback'") }
+        let fingerprint = try string(o, "tokenFingerprint")
+        guard fingerprint.utf8.count == 12, fingerprint.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+            throw fail("tokenFingerprint", "must be 12 lowercase hex digits")
+        }
+        return HistoryEvent(at: try time(o, "at"), userId: try userId(o), appId: try appId(o),
+                            deviceId: try deviceId(o, "deviceId"), kind: kind, activityId: activityId, action: action,
+                            reason: reason, feedbackReason: feedbackReason, tokenFingerprint: fingerprint)
     }
 
     func version(_ o: JSONObject, _ name: String) throws -> String? {

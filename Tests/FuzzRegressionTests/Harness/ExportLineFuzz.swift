@@ -32,8 +32,10 @@ enum ExportLineFuzz {
         case .device(let device, let activityTokens):
             [device.createdAt, device.lastSeenAt] + [device.pushToken, device.pushToStartToken].compactMap { $0?.updatedAt }
                 + activityTokens.map(\.lastSeenAt)
-        case .tombstone(_, _, _, let deletedAt):
-            [deletedAt]
+        case .tombstone(let tombstone):
+            [tombstone.deletedAt]
+        case .history(let event):
+            [event.at]
         }
     }
 }

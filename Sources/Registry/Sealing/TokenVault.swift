@@ -1,0 +1,54 @@
+import TokenSealing
+
+/// Tokens at rest (API.md v1.1 "Tokens sealed at rest"): every token a
+/// store writes is sealed here first, and every index that finds a record by
+/// its token is keyed by `ownerKey`, an HMAC under a separate key. It sits
+/// above the storage engine (it knows tokens and kinds, not LMDB), so every
+/// store backend seals the same way.
+///
+/// The token's kind is the sealing context: a sealed push token cannot be
+/// moved into a push-to-start slot (or an activity's) and open there.
+public struct TokenVault: Sendable {
+    public let sealer: TokenSealer
+
+    public init(ring: TokenKeyRing) {
+        sealer = TokenSealer(ring: ring)
+    }
+
+    public var ring: TokenKeyRing { sealer.ring }
+
+    func seal(_ token: String, _ kind: TokenKind) -> [UInt8] {
+        sealer.seal(Array(token.utf8), context: [kind.rawValue])
+    }
+
+    func open(_ sealed: some Collection<UInt8>, _ kind: TokenKind) throws -> String {
+        let bytes = Array(sealed)
+        do {
+            let opened = try sealer.open(bytes, context: [kind.rawValue])
+            guard let text = String(validating: opened, as: UTF8.self) else {
+                throw StoredValueError(what: "token", reason: "sealed bytes are not UTF-8")
+            }
+            return text
+        } catch let error as TokenSealError {
+            throw StoredValueError(what: "token", reason: "cannot be opened: \(error)")
+        }
+    }
+
+    /// The key of `token`'s entry in `tokenOwners`: HMAC-SHA-256 of the token
+    /// under the index key (kind as context), then the kind byte.
+    func ownerKey(_ token: String, _ kind: TokenKind) -> [UInt8] {
+        sealer.indexKey(for: Array(token.utf8), context: [kind.rawValue]) + [kind.rawValue]
+    }
+
+    /// The sealing key id a stored value was sealed under (rotation).
+    func keyID(of sealed: some Collection<UInt8>) -> UInt8? {
+        sealer.keyID(of: Array(sealed))
+    }
+
+    /// A value the store keeps in `meta` to recognise its index key at open:
+    /// a registry opened with another key file fails loudly instead of
+    /// finding no token (every owner entry would be keyed differently).
+    var indexKeyCheck: [UInt8] {
+        sealer.indexKey(for: Array("registryd index key check".utf8), context: [0])
+    }
+}

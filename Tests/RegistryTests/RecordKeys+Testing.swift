@@ -1,0 +1,43 @@
+@testable import Registry
+
+/// The v1-shaped key helpers the store tests were written with, over the
+/// schema 3 keys: a record of the `default` app, which is the first app a
+/// test store writes, so its code is "0". Token owner keys and sealed
+/// values use the test key ring (`TestKeys`).
+extension StoreKey {
+    static func device(_ user: String, _ device: String) -> [UInt8] { self.device(RecordID.v1(user, device)) }
+
+    static func activityToken(_ activity: String, _ user: String, _ device: String) -> [UInt8] {
+        activityToken(activity, RecordID.v1(user, device))
+    }
+
+    static func deviceActivity(_ user: String, _ device: String, _ activity: String) -> [UInt8] {
+        deviceActivity(RecordID.v1(user, device), activity)
+    }
+
+    static func tokenOwner(_ token: String, _ kind: TokenKind) -> [UInt8] { TestKeys.vault.ownerKey(token, kind) }
+}
+
+extension RecordID {
+    static func v1(_ user: String, _ device: String) -> RecordID { RecordID(user: user, app: "0", device: device) }
+}
+
+extension OwnerValue {
+    init(userId: String, deviceId: String, activityId: String?) {
+        self.init(id: .v1(userId, deviceId), activityId: activityId)
+    }
+
+    var userId: String { id.user }
+    var deviceId: String { id.device }
+}
+
+extension TestKeys {
+    static let vault = TokenVault(ring: ring)
+}
+
+extension TokenValue {
+    /// A push token value sealed with the test keys (the tests' raw writes).
+    func encoded(_ kind: TokenKind = .push) -> [UInt8] { encoded(kind, TestKeys.vault) }
+
+    init(decoding bytes: [UInt8], _ kind: TokenKind = .push) throws { try self.init(decoding: bytes, kind, TestKeys.vault) }
+}
