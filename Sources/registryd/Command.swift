@@ -15,7 +15,7 @@ enum Command {
     /// In the order `registryd help` lists them; `serve` is the default.
     static let all: [any Subcommand.Type] = [
         ServeCommand.self, MintTokenCommand.self, StatsCommand.self, SweepCommand.self, BackupCommand.self,
-        CheckCommand.self, ExportCommand.self, ImportCommand.self,
+        CheckCommand.self, ExportCommand.self, ImportCommand.self, RotateTokenKeyCommand.self,
     ]
 
     static func run(_ name: String, _ arguments: [String]) -> Int32 {
@@ -54,8 +54,10 @@ enum Command {
         var lines = ["usage: registryd [SUBCOMMAND] [FLAGS]", "",
                      "A push-notification device registry: the HTTP API of API.md over an embedded LMDB store.", "",
                      "subcommands:"]
+        var width = 0
+        for command in all { width = max(width, command.help.name.count) }
         for command in all {
-            lines.append("  \(command.help.name.padding(toLength: 11, withPad: " ", startingAt: 0)) \(command.help.tagline)")
+            lines.append("  \(command.help.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(command.help.tagline)")
         }
         lines += ["", "With no subcommand, registryd serves (`serve`).",
                   "Every setting flag also reads REGISTRY_<FLAG> (e.g. REGISTRY_DATA_DIR); a flag beats its variable.",

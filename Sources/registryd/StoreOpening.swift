@@ -29,6 +29,8 @@ extension Settings {
         }
         let keys = try tokenKeys()
         configuration.tokenKeys = keys.ring
+        let keyPath = keys.path
+        configuration.reloadTokenKeys = { try TokenKeyFile.load(path: keyPath) }
         if let metrics { configuration.onCommit = { report in metrics.recordCommit(report) } }
         if metrics != nil || onSweepStep != nil {
             configuration.onSweepBatch = { report in

@@ -30,6 +30,7 @@ public struct TokenVault: Sendable {
             }
             return text
         } catch let error as TokenSealError {
+            if case .unknownKey(let id) = error { throw UnknownSealingKey(keyID: id) }
             throw StoredValueError(what: "token", reason: "cannot be opened: \(error)")
         }
     }
@@ -51,4 +52,13 @@ public struct TokenVault: Sendable {
     var indexKeyCheck: [UInt8] {
         sealer.indexKey(for: Array("registryd index key check".utf8), context: [0])
     }
+}
+
+/// A stored token sealed under a key the vault does not hold: another
+/// process rotated the keys (reload the key file and retry), or the key
+/// file lacks a key the registry still uses.
+public struct UnknownSealingKey: Error, Hashable, Sendable, CustomStringConvertible {
+    public let keyID: UInt8
+
+    public var description: String { "a stored token is sealed under key \(keyID), which the token key file does not hold" }
 }

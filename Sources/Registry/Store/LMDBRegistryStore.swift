@@ -22,6 +22,9 @@ public final class LMDBRegistryStore: RegistryStore, Service {
         /// The keys tokens are sealed and indexed with (`DIR/secrets/token-keys`).
         /// The index key is checked against the registry at open.
         public var tokenKeys: TokenKeyRing
+        /// Reads the key file again (`SealingKeys`): how a running server
+        /// learns the key a rotation in another process added.
+        public var reloadTokenKeys: (@Sendable () throws -> TokenKeyRing)?
         public var maxDevicesPerUser = 20
         /// Activity tokens one device may hold; one more evicts its least recently refreshed.
         public var maxActivitiesPerDevice = 32
@@ -61,7 +64,8 @@ public final class LMDBRegistryStore: RegistryStore, Service {
     let configuration: Configuration
     let environment: Environment
     let schema: Schema
-    let vault: TokenVault
+    let sealingKeys: SealingKeys
+    var vault: TokenVault { sealingKeys.current }
     let apps: AppCatalog
     let writer: GroupCommitWriter
     /// Signs fan-out cursors; generated at first open, kept in `meta`.
@@ -72,13 +76,13 @@ public final class LMDBRegistryStore: RegistryStore, Service {
         environment = try Environment(Environment.Configuration(
             path: configuration.directory, mapSize: configuration.initialMapSize,
             maxMapSize: configuration.maxMapSize, maxDatabases: 32))
-        vault = TokenVault(ring: configuration.tokenKeys)
+        sealingKeys = SealingKeys(configuration.tokenKeys, reload: configuration.reloadTokenKeys)
         do {
             let schema = try Schema(environment)
             self.schema = schema
             apps = AppCatalog(apps: schema.apps)
+            let vault = sealingKeys.current
             try SchemaMigration(environment: environment, schema: schema, vault: vault, apps: apps).run()
-            let vault = self.vault
             cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema, vault) }
         } catch {
             environment.close()
@@ -164,8 +168,14 @@ public final class LMDBRegistryStore: RegistryStore, Service {
     /// failed map resize) it throws `.unavailable`, which answers 503.
     func reading<T>(_ body: (RecordReader) throws -> T) throws -> T {
         do {
-            return try environment.read { txn in
-                try body(RecordReader(txn: txn, schema: schema, vault: vault, apps: apps))
+            do {
+                return try environment.read { txn in
+                    try body(RecordReader(txn: txn, schema: schema, vault: vault, apps: apps))
+                }
+            } catch let unknown as UnknownSealingKey where sealingKeys.reload(toKnow: unknown.keyID) {
+                return try environment.read { txn in
+                    try body(RecordReader(txn: txn, schema: schema, vault: vault, apps: apps))
+                }
             }
         } catch let error as LMDBError where !environment.isUsable {
             throw RegistryError.unavailable(reason: "the storage map could not grow: \(error)")
@@ -174,10 +184,15 @@ public final class LMDBRegistryStore: RegistryStore, Service {
 
     /// Runs `body` as one command of the next group commit.
     func writing<T: Sendable>(_ body: @escaping @Sendable (RecordWriter) throws -> T) async throws -> T {
-        let schema = self.schema, vault = self.vault, apps = self.apps
+        let schema = self.schema, keys = self.sealingKeys, apps = self.apps
         let clock = configuration.clock
         return try await writer.submit { txn in
-            try body(RecordWriter(txn: txn, schema: schema, vault: vault, apps: apps, now: clock.now()))
+            // A rotation announced in `meta` since the last write: seal under its key from now on.
+            if let announced = try txn.get(Schema.MetaKey.sealingKeyID, in: schema.meta)?.first,
+               announced != keys.current.ring.currentKeyID {
+                keys.reload(toKnow: announced, asCurrent: true)
+            }
+            return try body(RecordWriter(txn: txn, schema: schema, vault: keys.current, apps: apps, now: clock.now()))
         }
     }
 }

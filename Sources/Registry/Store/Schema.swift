@@ -69,6 +69,9 @@ struct Schema: Sendable {
         static let lastSweepAt = Array("lastSweepAt".utf8)
         /// `TokenVault.indexKeyCheck` of the key file the registry was written with.
         static let indexKeyCheck = Array("indexKeyCheck".utf8)
+        /// The sealing key id a rotation made current (one byte): every
+        /// process's writes seal under it once they see it.
+        static let sealingKeyID = Array("sealingKeyID".utf8)
     }
 }
 
