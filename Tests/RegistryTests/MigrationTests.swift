@@ -66,21 +66,29 @@ struct MigrationTests {
     }
 
     /// No token of the old plaintext databases survives in the file once
-    /// migrated: the freed pages are reused or zero, never read back.
+    /// migrated (it is compacted after the migration, so freed pages go),
+    /// nor in a backup of it.
     @Test func aMigratedEnvironmentHoldsNoPlaintextToken() async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()
         try FileManager.default.removeItem(atPath: f.configuration.directory)
         try writeSchemaTwo(f.configuration.directory)
+        let file = f.configuration.directory + "/data.mdb"
+        let before = try Array(Data(contentsOf: URL(fileURLWithPath: file)))
+        #expect(contains(before, Array(apnsToken(1_000).utf8)), "the schema 2 file holds the token in plaintext")
         try f.reopen()
-        // A compacted copy holds only live pages: what a backup of the migrated registry discloses.
+        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1_000))
         let copy = f.directory + "/copy"
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         try f.lmdb.backup(toDirectory: copy)
-        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: copy + "/data.mdb")))
-        for i in [0, 17, 39, 1_000, 1_001, 2_000, 2_002] {
-            #expect(!contains(bytes, Array(apnsToken(i).utf8)), "token \(i) in plaintext hex")
+        f.lmdb.shutdown()
+        for path in [file, copy + "/data.mdb"] {
+            let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+            for i in [0, 17, 39, 1_000, 1_001, 2_000, 2_002] {
+                #expect(!contains(bytes, Array(apnsToken(i).utf8)), "token \(i) in plaintext hex in \(path)")
+            }
         }
+        #expect(!FileManager.default.fileExists(atPath: f.configuration.directory + "/.compacting"))
     }
 
     @Test func aMigrationInSmallBatchesMovesEveryDevice() async throws {

@@ -73,24 +73,62 @@ public final class LMDBRegistryStore: RegistryStore, Service {
 
     public init(configuration: Configuration) throws {
         self.configuration = configuration
-        environment = try Environment(Environment.Configuration(
-            path: configuration.directory, mapSize: configuration.initialMapSize,
-            maxMapSize: configuration.maxMapSize, maxDatabases: 32))
         sealingKeys = SealingKeys(configuration.tokenKeys, reload: configuration.reloadTokenKeys)
+        let vault = sealingKeys.current
+        var environment = try Self.openEnvironment(configuration)
         do {
-            let schema = try Schema(environment)
+            var schema = try Schema(environment)
+            let migrated = try SchemaMigration(environment: environment, schema: schema, vault: vault,
+                                               apps: AppCatalog(apps: schema.apps)).run()
+            if migrated {
+                try Self.compactInPlace(&environment, configuration)
+                schema = try Schema(environment)
+            }
             self.schema = schema
             apps = AppCatalog(apps: schema.apps)
-            let vault = sealingKeys.current
-            try SchemaMigration(environment: environment, schema: schema, vault: vault, apps: apps).run()
             cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema, vault) }
         } catch {
             environment.close()
             throw error
         }
+        self.environment = environment
         writer = GroupCommitWriter(environment: environment, maxBatchSize: configuration.maxBatchSize,
                                    onCommit: configuration.onCommit)
         writer.start()
+    }
+
+    private static func openEnvironment(_ configuration: Configuration) throws -> Environment {
+        try Environment(Environment.Configuration(
+            path: configuration.directory, mapSize: configuration.initialMapSize,
+            maxMapSize: configuration.maxMapSize, maxDatabases: 32))
+    }
+
+    /// After a migration from plaintext tokens (schema 2), the pages that
+    /// held them are free but still in `data.mdb` until LMDB reuses them.
+    /// A compacted copy holds live pages only; it replaces the file (a
+    /// rename, so a crash leaves the one or the other, both migrated), and
+    /// the environment is opened again on it. Nothing else may have the
+    /// environment open meanwhile: the first start after an upgrade
+    /// migrates, before anything serves.
+    private static func compactInPlace(_ environment: inout Environment, _ configuration: Configuration) throws {
+        let directory = configuration.directory
+        let scratch = directory + "/.compacting"
+        try? FileManager.default.removeItem(atPath: scratch)
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        try environment.copy(toDirectory: scratch, compact: true)
+        let copy = scratch + "/data.mdb"
+        let fd = open(copy, O_RDONLY)
+        guard fd >= 0, fsync(fd) == 0 else {
+            if fd >= 0 { close(fd) }
+            throw BackupError.permissions(path: copy, errno: errno)
+        }
+        close(fd)
+        guard chmod(copy, 0o600) == 0 else { throw BackupError.permissions(path: copy, errno: errno) }
+        environment.close()
+        guard rename(copy, directory + "/data.mdb") == 0 else { throw BackupError.permissions(path: copy, errno: errno) }
+        try? FileManager.default.removeItem(atPath: scratch)
+        environment = try openEnvironment(configuration)
     }
 
     /// Checks the token keys against the registry (recording the index key's

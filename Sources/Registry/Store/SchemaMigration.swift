@@ -22,7 +22,10 @@ struct SchemaMigration {
     let apps: AppCatalog
     var batchSize = 500
 
-    func run() throws {
+    /// Returns whether an older schema was migrated (then its plaintext
+    /// pages are free but still in the file: the caller compacts it).
+    @discardableResult
+    func run() throws -> Bool {
         let found = try environment.read { txn -> UInt64? in
             guard let stored = try txn.get(Schema.MetaKey.schemaVersion, in: schema.meta) else { return nil }
             var reader = try ByteReader(stored, what: "schema version", versions: 1...1)
@@ -30,12 +33,12 @@ struct SchemaMigration {
         }
         guard let found else {
             try writeVersion()
-            return
+            return false
         }
         guard found <= Schema.version else {
             throw RegistryOpenError.schemaMismatch(found: found, expected: Schema.version)
         }
-        guard found < Schema.version else { return }
+        guard found < Schema.version else { return false }
         let legacy = try LegacySchema(environment)
         if found < 2 { try countActivities(legacy) }
         try moveToVersion3(legacy)
@@ -43,6 +46,7 @@ struct SchemaMigration {
             for db in legacy.all { try txn.empty(db) }
         }
         try writeVersion()
+        return true
     }
 
     private func writeVersion() throws {
