@@ -14,6 +14,10 @@ import TokenSealing
 final class SealingKeys: Sendable {
     private let vault: Mutex<TokenVault>
     private let reload: (@Sendable () throws -> TokenKeyRing)?
+    /// When a reload last failed to find the key asked for: the next try
+    /// waits a second, so a key file that cannot be read is not re-read on
+    /// every write.
+    private let lastMiss = Mutex<ContinuousClock.Instant?>(nil)
 
     init(_ ring: TokenKeyRing, reload: (@Sendable () throws -> TokenKeyRing)?) {
         vault = Mutex(TokenVault(ring: ring))
@@ -27,10 +31,16 @@ final class SealingKeys: Sendable {
     /// change: a ring with another one is ignored.
     @discardableResult
     func reload(toKnow keyID: UInt8, asCurrent: Bool = false) -> Bool {
-        guard let reload, let ring = try? reload() else { return false }
-        guard ring.indexKey == current.ring.indexKey, ring.sealingKey(id: keyID) != nil,
-              !asCurrent || ring.currentKeyID == keyID else { return false }
+        guard let reload else { return false }
+        let now = ContinuousClock.now
+        if let miss = lastMiss.withLock({ $0 }), now - miss < .seconds(1) { return false }
+        guard let ring = try? reload(), ring.indexKey == current.ring.indexKey, ring.sealingKey(id: keyID) != nil,
+              !asCurrent || ring.currentKeyID == keyID else {
+            lastMiss.withLock { $0 = now }
+            return false
+        }
         vault.withLock { $0 = TokenVault(ring: ring) }
+        lastMiss.withLock { $0 = nil }
         return true
     }
 }
