@@ -280,6 +280,22 @@ import Testing
         #expect(checked == 0, "\(checkOut)")
     }
 
+    /// A registry started with another key file stops at once with a named
+    /// error (exit 2), instead of serving a registry whose tokens all look
+    /// absent; the generated file it would have used is not left behind.
+    @Test func aWrongTokenKeyFileStopsStartUpWithAClearError() async throws {
+        let directory = try exe.makeDirectory()
+        try await fillRegistry(directory)
+        let keys = directory + "/registry-data/secrets/token-keys"
+        try FileManager.default.moveItem(atPath: keys, toPath: directory + "/kept-keys")
+        let (status, _, stderr) = try exe.run(["serve", "--listen", "127.0.0.1:0"], in: directory)
+        #expect(status == 2)
+        #expect(stderr.contains("--token-key-file: the token key file does not match this registry"), "\(stderr)")
+        #expect(!FileManager.default.fileExists(atPath: keys), "the key file generated for the attempt is removed")
+        let (withKeys, _, keysErr) = try exe.run(["check", "--token-key-file", "kept-keys"], in: directory)
+        #expect(withKeys == 0, "\(keysErr)")
+    }
+
     // MARK: Progress and readiness
 
     @Test func progressIsDrawnOnATerminalAndNeverOtherwise() async throws {
