@@ -42,7 +42,10 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Codecs"]),
-        .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"]),
+        .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"],
+                // The OpenAPI document, compiled into the binary as `PackageResources.openapi_json`
+                // (served by `GET /openapi.json`; no resource bundle beside the executable).
+                resources: [.embedInCode("OpenAPI/openapi.json")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON", "TokenSealing",
                                                             "Lifecycle", "Codecs"]),
         .target(name: "RegistryClient"),

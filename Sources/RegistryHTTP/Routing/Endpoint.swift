@@ -10,7 +10,7 @@ struct Endpoint: Sendable {
         case device
         /// `/internal/v1` and `/metrics`: the internal API key.
         case `internal`
-        /// `/healthz`: anyone.
+        /// `/healthz`, `/openapi.json`: anyone.
         case open
 
         /// API.md's body limit: 16 KiB on the device API, 1 MiB on the

@@ -1,5 +1,7 @@
 /// Every endpoint of API.md, one row each: label (method and path
 /// template), surface, whether it takes a JSON body, and its handler.
+/// `OpenAPI/openapi.json` describes every row (and nothing else), with the
+/// row's surface as its security: `OpenAPIDocumentTests` holds the two equal.
 ///
 /// Rows are tried in order, so a literal segment must come before a
 /// parameter in the same position (`POST /v1/devices/push-to-start-token`
@@ -29,5 +31,7 @@ enum RouteTable {
         Endpoint("GET /internal/v1/stats", .internal, .read { try $0.stats($1) }),
         Endpoint("GET /metrics", .internal, .read { try $0.prometheusMetrics($1) }),
         Endpoint("GET /healthz", .open, .read { try $0.healthz($1) }),
+        // This contract as an OpenAPI 3.1 document (OpenAPI/openapi.json).
+        Endpoint("GET /openapi.json", .open, .read { try $0.openAPIDocument($1) }),
     ]
 }
