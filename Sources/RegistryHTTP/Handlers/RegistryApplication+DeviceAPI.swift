@@ -59,6 +59,7 @@ extension RegistryApplication {
             w.beginObject()
             w.member("activityId", token.activityId)
             w.member("deviceId", token.deviceId)
+            w.member("appId", token.appId)
             w.member("lastSeenAt", token.lastSeenAt)
             w.endObject()
         }

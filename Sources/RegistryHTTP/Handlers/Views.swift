@@ -4,7 +4,8 @@ import Registry
 /// The two ways a device is shown, written straight into the response
 /// (no intermediate values: these are the hot paths of every read). The
 /// device view (device API) never carries a token; the sender view
-/// (internal API) adds them.
+/// (internal API) adds them. Every view names its record's `appId` (API.md
+/// v1.1 "App families"; `default` for a v1 client), right after `deviceId`.
 enum Views {
     static func device(_ d: DeviceRecord, into w: inout JSONWriter) {
         w.beginObject()
@@ -28,6 +29,7 @@ enum Views {
         w.beginObject()
         w.member("userId", t.userId)
         w.member("deviceId", t.deviceId)
+        w.member("appId", t.appId)
         w.member("token", t.token)
         w.member("environment", t.environment.rawValue)
         w.member("lastSeenAt", t.lastSeenAt)
@@ -36,6 +38,7 @@ enum Views {
 
     private static func deviceMembers(_ d: DeviceRecord, into w: inout JSONWriter) {
         w.member("deviceId", d.deviceId)
+        w.member("appId", d.appId)
         w.member("platform", d.platform.rawValue)
         w.member("environment", d.environment.rawValue)
         w.member("osVersion", d.osVersion)
