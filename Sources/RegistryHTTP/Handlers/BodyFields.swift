@@ -73,6 +73,13 @@ struct BodyFields {
         }
     }
 
+    /// `appId` (API.md v1.1 "App families"): absent or `null` is `nil`,
+    /// which a registration takes as `default`.
+    func optionalAppId(_ name: String = "appId") throws(APIError) -> String? {
+        guard let value = try optionalString(name) else { return nil }
+        return try FieldCheck.appId(value, field: name)
+    }
+
     /// One of an enum's raw values.
     func optionalEnum<E: RawRepresentable & CaseIterable>(_ name: String, _ type: E.Type) throws(APIError) -> E?
     where E.RawValue == String {
@@ -108,6 +115,12 @@ enum FieldCheck {
 
     static func userId(_ value: String, field: String = "userId") throws(APIError) -> String {
         if let problem = Identifier.checkUserId(value) { throw .invalidField(field, problem.message) }
+        return value
+    }
+
+    /// An `appId`: 1–155 bytes of `[A-Za-z0-9.-]`.
+    static func appId(_ value: String, field: String = "appId") throws(APIError) -> String {
+        if let problem = Identifier.checkAppId(value) { throw .invalidField(field, problem.message) }
         return value
     }
 

@@ -33,7 +33,8 @@ extension RegistryApplication {
             deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
             token: try FieldCheck.apnsToken(fields.requiredString("token")),
             environment: try fields.optionalEnum("environment", APNsEnvironment.self),
-            sequence: try fields.optionalSequence())
+            sequence: try fields.optionalSequence(),
+            appId: try fields.optionalAppId() ?? Identifier.defaultAppId)
         let device = try await store.registerPushToStartToken(registration)
         return Self.deviceDocument(200, device)
     }
@@ -53,7 +54,8 @@ extension RegistryApplication {
             deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
             token: try FieldCheck.apnsToken(fields.requiredString("token")),
             environment: try fields.optionalEnum("environment", APNsEnvironment.self),
-            sequence: try fields.optionalSequence())
+            sequence: try fields.optionalSequence(),
+            appId: try fields.optionalAppId() ?? Identifier.defaultAppId)
         let token = try await store.registerActivityToken(registration)
         return Self.json(200, capacity: 256) { w in
             w.beginObject()
@@ -99,7 +101,8 @@ extension RegistryApplication {
             environment: try fields.optionalEnum("environment", APNsEnvironment.self),
             osVersion: try FieldCheck.version(fields.optionalString("osVersion"), field: "osVersion"),
             appVersion: try FieldCheck.version(fields.optionalString("appVersion"), field: "appVersion"),
-            sequence: try fields.optionalSequence())
+            sequence: try fields.optionalSequence(),
+            appId: try fields.optionalAppId() ?? Identifier.defaultAppId)
         let outcome = try await store.registerDevice(registration)
         return Self.deviceDocument(outcome.created ? 201 : 200, outcome.device)
     }
