@@ -147,4 +147,127 @@ import Testing
             #expect(reply.json["device"]?["appId"]?.string == longest)
         }
     }
+
+    /// d1 in two apps, each with a push token, a push-to-start token and an activity token for m1.
+    private func loadTwoApps(_ h: Harness) async {
+        for (app, base) in [("com.acme.one", UInt8(10)), ("com.acme.two", UInt8(20))] {
+            #expect(await h.register("d1", #""appId": "\#(app)", "pushToken": "\#(token(base))""#).status == 201)
+            #expect(await h.send("POST", "/v1/devices/push-to-start-token",
+                                 body: #"{"deviceId": "d1", "appId": "\#(app)", "token": "\#(token(base + 1))"}"#).status == 200)
+            #expect(await h.send("POST", "/v1/activities/m1/activity-token",
+                                 body: #"{"deviceId": "d1", "appId": "\#(app)", "token": "\#(token(base + 2))"}"#).status == 200)
+        }
+    }
+
+    private func senderRecord(_ h: Harness, _ app: String) async -> JSONValue? {
+        await h.senderDevices("alice").first { $0["appId"]?.string == app }
+    }
+
+    @Test func readingOneRecordNamesItsApp() async throws {
+        try await Harness.with { h in
+            await loadTwoApps(h)
+            let two = await h.send("GET", "/v1/devices/d1?appId=com.acme.two")
+            #expect(two.status == 200)
+            #expect(two.json["device"]?["appId"]?.string == "com.acme.two")
+            let none = await h.send("GET", "/v1/devices/d1")
+            #expect(none.status == 404, "no appId is the default app, which has no d1")
+            #expect(await h.send("GET", "/v1/devices/d1?appId=com.acme.three").status == 404)
+            #expect(await h.send("GET", "/v1/devices/d1?appId=com.acme.one&other=x").status == 200,
+                    "an unknown parameter is still ignored")
+        }
+    }
+
+    @Test func theListShowsEveryAppUnlessNarrowed() async throws {
+        try await Harness.with { h in
+            await loadTwoApps(h)
+            await h.register("d2")
+            let all = await h.send("GET", "/v1/devices").json["devices"]?.array ?? []
+            #expect(Set(all.compactMap { $0["appId"]?.string }) == ["com.acme.one", "com.acme.two", "default"])
+            let one = await h.send("GET", "/v1/devices?appId=com.acme.one").json["devices"]?.array ?? []
+            #expect(one.map { $0["appId"]?.string } == ["com.acme.one"])
+            let defaults = await h.send("GET", "/v1/devices?appId=default").json["devices"]?.array ?? []
+            #expect(defaults.map { $0["deviceId"]?.string } == ["d2"])
+            let unknown = await h.send("GET", "/v1/devices?appId=com.acme.never")
+            #expect(unknown.status == 200)
+            #expect(unknown.json["devices"]?.array.isEmpty == true)
+        }
+    }
+
+    @Test func signOutRemovesOneAppsRecord() async throws {
+        try await Harness.with { h in
+            await loadTwoApps(h)
+            #expect(await h.send("DELETE", "/v1/devices/d1").status == 204, "the default app has no d1: nothing happens")
+            #expect(await h.senderDevices("alice").count == 2)
+            #expect(await h.send("DELETE", "/v1/devices/d1?appId=com.acme.one").status == 204)
+            let left = await h.senderDevices("alice")
+            #expect(left.map { $0["appId"]?.string } == ["com.acme.two"])
+            #expect(left.first?["pushToken"]?.string == token(20))
+            #expect(left.first?["pushToStartToken"]?.string == token(21))
+            let fanOut = await h.send("GET", "/internal/v1/activities/m1/tokens", as: .apiKey).json["tokens"]?.array ?? []
+            #expect(fanOut.map { $0["token"]?.string } == [token(22)])
+        }
+    }
+
+    @Test func aSequencedSignOutTombstonesOneApp() async throws {
+        try await Harness.with { h in
+            await h.register("d1", #""appId": "com.acme.one", "sequence": 1"#)
+            await h.register("d1", #""appId": "com.acme.two", "sequence": 1"#)
+            #expect(await h.send("DELETE", "/v1/devices/d1?sequence=3&appId=com.acme.one").status == 204)
+            #expect(await h.register("d1", #""appId": "com.acme.one", "sequence": 2"#).status == 409)
+            #expect(await h.register("d1", #""appId": "com.acme.two", "sequence": 2"#).status == 200)
+            #expect(await h.send("DELETE", "/v1/devices/d1?appId=com.acme.two&sequence=5").status == 204)
+            #expect(await h.register("d1", #""appId": "com.acme.two", "sequence": 4"#).status == 409)
+        }
+    }
+
+    @Test func theTokenDeletesRemoveOneAppsToken() async throws {
+        try await Harness.with { h in
+            await loadTwoApps(h)
+            #expect(await h.send("DELETE", "/v1/devices/d1/push-to-start-token?appId=com.acme.two").status == 204)
+            #expect(await senderRecord(h, "com.acme.two")?["pushToStartToken"]?.isNull == true)
+            #expect(await senderRecord(h, "com.acme.one")?["pushToStartToken"]?.string == token(11))
+            #expect(await h.send("DELETE", "/v1/devices/d1/push-to-start-token").status == 204)
+            #expect(await senderRecord(h, "com.acme.one")?["pushToStartToken"]?.string == token(11))
+
+            #expect(await h.send("DELETE", "/v1/activities/m1/activity-token?deviceId=d1&appId=com.acme.one").status == 204)
+            #expect(await senderRecord(h, "com.acme.one")?["activityCount"]?.int == 0)
+            #expect(await senderRecord(h, "com.acme.two")?["activityCount"]?.int == 1)
+            #expect(await h.send("DELETE", "/v1/activities/m1/activity-token?appId=com.acme.two&deviceId=d1").status == 204)
+            #expect(await senderRecord(h, "com.acme.two")?["activityCount"]?.int == 0)
+        }
+    }
+
+    static let appIdQueryRoutes: [(String, String)] = [
+        ("GET", "/v1/devices?"),
+        ("GET", "/v1/devices/d1?"),
+        ("DELETE", "/v1/devices/d1?"),
+        ("DELETE", "/v1/devices/d1?sequence=9&"),
+        ("DELETE", "/v1/devices/d1/push-to-start-token?"),
+        ("DELETE", "/v1/activities/m1/activity-token?deviceId=d1&"),
+    ]
+
+    static let badAppIdQueries: [(String, String)] = [
+        ("appId=", "appId must not be empty"),
+        ("appId=com.acme%2Fone", "appId contains a character"),
+        ("appId=com%20acme", "appId contains a character"),
+        ("appId=com_acme", "appId contains a character"),
+        ("appId=\(String(repeating: "a", count: 156))", "appId is too long"),
+        ("appId=%zz", "appId is not valid percent-encoding"),
+        ("appId=com.acme.one&appId=com.acme.one", "appId must be given at most once"),
+    ]
+
+    @Test(arguments: appIdQueryRoutes)
+    func aBadAppIdQueryIsAFieldErrorAndChangesNothing(_ method: String, _ prefix: String) async throws {
+        try await Harness.with { h in
+            await loadTwoApps(h)
+            let before = await h.senderDevices("alice")
+            for (query, message) in Self.badAppIdQueries {
+                let reply = await h.send(method, prefix + query)
+                #expect(reply.status == 400, "\(method) \(prefix)\(query)")
+                #expect(reply.errorCode == "invalid_field", "\(method) \(prefix)\(query)")
+                #expect(reply.errorMessage.hasPrefix(message), "\(method) \(prefix)\(query): \(reply.errorMessage)")
+            }
+            #expect(await h.senderDevices("alice") == before)
+        }
+    }
 }

@@ -124,6 +124,12 @@ enum FieldCheck {
         return value
     }
 
+    /// An optional `appId` query parameter; `nil` when absent.
+    static func appId(in query: QueryParameters) throws(APIError) -> String? {
+        guard let value = try query.single("appId") else { return nil }
+        return try appId(value)
+    }
+
     static func version(_ value: String?, field: String) throws(APIError) -> String? {
         guard let value else { return nil }
         if let problem = Identifier.checkVersion(value) { throw .invalidField(field, problem.message) }
