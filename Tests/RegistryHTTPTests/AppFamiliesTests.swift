@@ -270,4 +270,102 @@ import Testing
             #expect(await h.senderDevices("alice") == before)
         }
     }
+
+    // MARK: The sender's reads
+
+    @Test func aUsersDevicesCanBeNarrowedToOneApp() async throws {
+        try await Harness.with { h in
+            await loadTwoApps(h)
+            let all = await h.send("GET", "/internal/v1/users/alice/devices", as: .apiKey).json["devices"]?.array ?? []
+            #expect(Set(all.compactMap { $0["appId"]?.string }) == ["com.acme.one", "com.acme.two"])
+            let two = await h.send("GET", "/internal/v1/users/alice/devices?appId=com.acme.two", as: .apiKey)
+            #expect(two.status == 200)
+            let devices = two.json["devices"]?.array ?? []
+            #expect(devices.map { $0["appId"]?.string } == ["com.acme.two"])
+            #expect(devices.first?["pushToken"]?.string == token(20))
+            #expect(devices.first?["pushToStartToken"]?.string == token(21))
+            let never = await h.send("GET", "/internal/v1/users/alice/devices?appId=com.acme.never", as: .apiKey)
+            #expect(never.json["devices"]?.array.isEmpty == true)
+        }
+    }
+
+    @Test func aLookupCanBeNarrowedToOneApp() async throws {
+        try await Harness.with { h in
+            await loadTwoApps(h)
+            await h.register("b1", user: "bob", #""appId": "com.acme.two", "pushToken": "\#(token(30))""#)
+            await h.register("c1", user: "carol", #""pushToken": "\#(token(31))""#)
+            let lookup = { (body: String) async -> Reply in
+                await h.send("POST", "/internal/v1/users/lookup", body: body, as: .apiKey)
+            }
+            let all = await lookup(#"{"userIds": ["alice", "bob", "carol"]}"#)
+            #expect(all.json["users"]?["alice"]?.array.count == 2)
+            #expect(all.json["users"]?["bob"]?[0]?["appId"]?.string == "com.acme.two")
+            #expect(all.json["users"]?["carol"]?[0]?["appId"]?.string == "default")
+            #expect(await lookup(#"{"userIds": ["alice", "bob", "carol"], "appId": null}"#).json == all.json)
+
+            let one = await lookup(#"{"userIds": ["alice", "bob", "carol"], "appId": "com.acme.one"}"#)
+            #expect(one.status == 200)
+            #expect(one.json["users"]?["alice"]?.array.map { $0["appId"]?.string } == ["com.acme.one"])
+            #expect(one.json["users"]?["bob"] == nil, "bob has no device in com.acme.one")
+            #expect(one.json["users"]?["carol"] == nil)
+            let defaults = await lookup(#"{"userIds": ["alice", "bob", "carol"], "appId": "default"}"#)
+            guard case .object(let users)? = defaults.json["users"] else {
+                Issue.record("no users in \(defaults.text)"); return
+            }
+            #expect(users.members.keys.sorted() == ["carol"])
+        }
+    }
+
+    @Test func theFanOutCanBeNarrowedToOneAppAndPagesThroughIt() async throws {
+        try await Harness.with { h in
+            for i in 0..<9 {
+                let app = i % 3 == 0 ? "com.acme.one" : "com.acme.two"
+                let reply = await h.send("POST", "/v1/activities/m1/activity-token",
+                                         body: #"{"deviceId": "d\#(i)", "appId": "\#(app)", "token": "\#(token(UInt8(i + 1)))"}"#,
+                                         as: .user("u\(i)"))
+                #expect(reply.status == 200)
+            }
+            var seen: [String] = []
+            var cursor: String?
+            repeat {
+                let query = "appId=com.acme.two&limit=2" + (cursor.map { "&cursor=\($0)" } ?? "")
+                let page = await h.send("GET", "/internal/v1/activities/m1/tokens?\(query)", as: .apiKey)
+                #expect(page.status == 200)
+                let tokens = page.json["tokens"]?.array ?? []
+                #expect(tokens.allSatisfy { $0["appId"]?.string == "com.acme.two" }, "\(page.text)")
+                seen += tokens.compactMap { $0["token"]?.string }
+                cursor = page.json["nextCursor"]?.string
+            } while cursor != nil
+            let expected = (0..<9).filter { $0 % 3 != 0 }.map { token(UInt8($0 + 1)) }
+            #expect(seen.sorted() == expected.sorted())
+            let one = await h.send("GET", "/internal/v1/activities/m1/tokens?appId=com.acme.one", as: .apiKey)
+            #expect(one.json["tokens"]?.array.compactMap { $0["token"]?.string }.sorted()
+                    == [token(1), token(4), token(7)].sorted())
+            let never = await h.send("GET", "/internal/v1/activities/m1/tokens?appId=com.acme.never", as: .apiKey)
+            #expect(never.status == 200)
+            #expect(never.json["tokens"]?.array.isEmpty == true)
+            #expect(never.json["nextCursor"]?.isNull == true)
+        }
+    }
+
+    @Test func theSenderReadsRejectABadAppId() async throws {
+        try await Harness.with { h in
+            await loadTwoApps(h)
+            for prefix in ["/internal/v1/users/alice/devices?", "/internal/v1/activities/m1/tokens?limit=5&"] {
+                for (query, message) in Self.badAppIdQueries {
+                    let reply = await h.send("GET", prefix + query, as: .apiKey)
+                    #expect(reply.status == 400, "\(prefix)\(query)")
+                    #expect(reply.errorCode == "invalid_field", "\(prefix)\(query)")
+                    #expect(reply.errorMessage.hasPrefix(message), "\(prefix)\(query): \(reply.errorMessage)")
+                }
+            }
+            for (member, problem) in Self.badAppIds {
+                let reply = await h.send("POST", "/internal/v1/users/lookup",
+                                         body: #"{"userIds": ["alice"], \#(member)}"#, as: .apiKey)
+                #expect(reply.status == 400, "\(member)")
+                #expect(reply.errorCode == "invalid_field", "\(member)")
+                #expect(reply.errorMessage.hasPrefix("appId \(problem)"), "\(member): \(reply.errorMessage)")
+            }
+        }
+    }
 }

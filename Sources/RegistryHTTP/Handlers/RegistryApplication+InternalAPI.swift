@@ -5,10 +5,15 @@ import Registry
 /// `/internal/v1/...`, `/metrics` and `/healthz`: the push sender and
 /// operators. These see tokens (sender views), so none of their answers
 /// may be logged.
+///
+/// The sender's reads (a user's devices, the lookup, the activity fan-out)
+/// show every app's records unless an optional `appId` (query parameter, or
+/// body field of the lookup) narrows them (API.md v1.1 "App families").
 extension RegistryApplication {
     func userDevices(_ call: Call) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
-        let devices = try store.devices(userId: userId)
+        let appId = try FieldCheck.appId(in: QueryParameters(call.request.query))
+        let devices = try store.devices(userId: userId, appId: appId)
         return Self.devicesDocument(devices, Views.sender(_:into:))
     }
 
@@ -51,7 +56,8 @@ extension RegistryApplication {
             }
             userIds.append(try FieldCheck.userId(id, field: "userIds[\(index)]"))
         }
-        let found = try store.devices(userIds: userIds)
+        let appId = try fields.optionalAppId()
+        let found = try store.devices(userIds: userIds, appId: appId)
         let deviceCount = found.reduce(0) { $0 + $1.devices.count }
         return Self.json(200, capacity: 16 + found.count * 32 + deviceCount * Self.bytesPerDevice) { w in
             w.beginObject()
@@ -80,7 +86,8 @@ extension RegistryApplication {
         }
         let cursor = try parameters.single("cursor")
         if let cursor, cursor.isEmpty { throw APIError.invalidField("cursor", "must not be empty") }
-        let page = try store.activityTokens(activityId: activityId, limit: limit, cursor: cursor)
+        let appId = try FieldCheck.appId(in: parameters)
+        let page = try store.activityTokens(activityId: activityId, appId: appId, limit: limit, cursor: cursor)
         return Self.json(200, capacity: 32 + page.tokens.count * 256) { w in
             w.beginObject()
             w.key("tokens")
