@@ -26,6 +26,7 @@ import Testing
         #expect(route("POST", "/v1/activities/m1/activity-token") == Route("POST /v1/activities/{activityId}/activity-token", "m1"))
         #expect(route("DELETE", "/v1/activities/m1/activity-token") == Route("DELETE /v1/activities/{activityId}/activity-token", "m1"))
         #expect(route("GET", "/internal/v1/users/u%2F1/devices") == Route("GET /internal/v1/users/{userId}/devices", "u%2F1"))
+        #expect(route("GET", "/internal/v1/users/u%2F1/history") == Route("GET /internal/v1/users/{userId}/history", "u%2F1"))
         #expect(route("POST", "/internal/v1/users/lookup") == Route("POST /internal/v1/users/lookup"))
         #expect(route("GET", "/internal/v1/activities/m1/tokens") == Route("GET /internal/v1/activities/{activityId}/tokens", "m1"))
         #expect(route("POST", "/internal/v1/feedback") == Route("POST /internal/v1/feedback"))

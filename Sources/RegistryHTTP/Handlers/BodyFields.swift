@@ -124,6 +124,15 @@ enum FieldCheck {
         return value
     }
 
+    /// A `limit` query parameter: decimal digits, 1 to `max`; `standard` when absent.
+    static func limit(in query: QueryParameters, standard: Int, max: Int) throws(APIError) -> Int {
+        guard let text = try query.single("limit") else { return standard }
+        guard let n = UInt64(decimalDigits: text), n >= 1, n <= UInt64(max) else {
+            throw .invalidField("limit", "must be an integer from 1 to \(max)")
+        }
+        return Int(n)
+    }
+
     /// An optional `appId` query parameter; `nil` when absent.
     static func appId(in query: QueryParameters) throws(APIError) -> String? {
         guard let value = try query.single("appId") else { return nil }

@@ -17,6 +17,23 @@ extension RegistryApplication {
         return Self.devicesDocument(devices, Views.sender(_:into:))
     }
 
+    /// A user's token history (API.md v1.1 "Token history"), newest first;
+    /// `[]` for a user the registry does not know.
+    func tokenHistory(_ call: Call) throws -> HTTPResponse {
+        let userId = try call.parameter(FieldCheck.userId)
+        let limit = try FieldCheck.limit(in: QueryParameters(call.request.query), standard: HistoryEvent.maxPerUser,
+                                         max: HistoryEvent.maxPerUser)
+        let events = try store.history(userId: userId, limit: limit)
+        return Self.json(200, capacity: 16 + events.count * 320) { w in
+            w.beginObject()
+            w.key("events")
+            w.beginArray()
+            for event in events { Views.historyEvent(event, into: &w) }
+            w.endArray()
+            w.endObject()
+        }
+    }
+
     func sweep(_ call: Call) async throws -> HTTPResponse {
         let fields = try BodyFields(optionalBody: call.request.body)
         let counts = try await store.sweep(dryRun: try fields.optionalBool("dryRun") ?? false)
@@ -77,13 +94,8 @@ extension RegistryApplication {
     func activityTokens(_ call: Call) throws -> HTTPResponse {
         let activityId = try call.parameter(FieldCheck.activityId)
         let parameters = try QueryParameters(call.request.query)
-        var limit = configuration.defaultPageLimit
-        if let text = try parameters.single("limit") {
-            guard let n = UInt64(decimalDigits: text), n >= 1, n <= UInt64(configuration.maxPageLimit) else {
-                throw APIError.invalidField("limit", "must be an integer from 1 to \(configuration.maxPageLimit)")
-            }
-            limit = Int(n)
-        }
+        let limit = try FieldCheck.limit(in: parameters, standard: configuration.defaultPageLimit,
+                                         max: configuration.maxPageLimit)
         let cursor = try parameters.single("cursor")
         if let cursor, cursor.isEmpty { throw APIError.invalidField("cursor", "must not be empty") }
         let appId = try FieldCheck.appId(in: parameters)
