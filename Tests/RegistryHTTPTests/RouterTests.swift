@@ -30,6 +30,7 @@ import Testing
         #expect(route("POST", "/internal/v1/users/lookup") == Route("POST /internal/v1/users/lookup"))
         #expect(route("GET", "/internal/v1/activities/m1/tokens") == Route("GET /internal/v1/activities/{activityId}/tokens", "m1"))
         #expect(route("POST", "/internal/v1/feedback") == Route("POST /internal/v1/feedback"))
+        #expect(route("POST", "/internal/v1/tokens/environment") == Route("POST /internal/v1/tokens/environment"))
         #expect(route("POST", "/internal/v1/sweep") == Route("POST /internal/v1/sweep"))
         #expect(route("GET", "/internal/v1/stats") == Route("GET /internal/v1/stats"))
         #expect(route("GET", "/metrics") == Route("GET /metrics"))

@@ -152,6 +152,14 @@ enum FieldCheck {
         }
     }
 
+    /// A token the sender names (feedback, environment correction): it may
+    /// be an APNs or an FCM token, so only what no token can hold is
+    /// refused: 1–4096 characters of `[A-Za-z0-9_:.-]` (hex is a subset).
+    static func senderToken(_ value: String, field: String = "token") throws(APIError) -> String {
+        if case .failure(let problem) = Identifier.normalizeFCMToken(value) { throw .invalidField(field, problem.message) }
+        return value
+    }
+
     /// A percent-encoded path segment, decoded then checked.
     static func pathSegment(_ raw: String, field: String,
                             check: (String, String) throws(APIError) -> String) throws(APIError) -> String {

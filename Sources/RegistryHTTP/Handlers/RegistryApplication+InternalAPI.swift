@@ -113,10 +113,7 @@ extension RegistryApplication {
 
     func feedback(_ call: Call) async throws -> HTTPResponse {
         let fields = try BodyFields(body: call.request.body)
-        let token = try fields.requiredString("token")
-        if case .failure(let problem) = Identifier.normalizeFCMToken(token) {
-            throw APIError.invalidField("token", problem.message)
-        }
+        let token = try FieldCheck.senderToken(fields.requiredString("token"))
         guard let reason = try fields.optionalEnum("reason", FeedbackReason.self) else {
             throw APIError.invalidField("reason", "is required")
         }
@@ -137,5 +134,18 @@ extension RegistryApplication {
         let removed = try await store.removeToken(token, reason: reason, registeredBefore: before)
         metrics.recordFeedback(reason: reason, removed: removed)
         return Self.json(200, .object([("removed", .int(Int64(removed)))]))
+    }
+
+    /// APNs environment correction (API.md v1.1): the sender found `token`
+    /// works on the other APNs host; its environment is set wherever it is
+    /// held, each change an `environmentCorrected` history event.
+    func correctEnvironment(_ call: Call) async throws -> HTTPResponse {
+        let fields = try BodyFields(body: call.request.body)
+        let token = try FieldCheck.senderToken(fields.requiredString("token"))
+        guard let environment = try fields.optionalEnum("environment", APNsEnvironment.self) else {
+            throw APIError.invalidField("environment", "is required")
+        }
+        let updated = try await store.correctEnvironment(token: token, environment: environment)
+        return Self.json(200, .object([("updated", .int(Int64(updated)))]))
     }
 }
