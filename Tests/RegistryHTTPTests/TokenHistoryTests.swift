@@ -238,4 +238,29 @@ import Testing
             #expect(metrics.contains(#"registry_http_requests_total{route="GET /internal/v1/users/{userId}/history",status="400"} 1"#))
         }
     }
+
+    @Test func theActivityCapIsAReason() async throws {
+        try await Harness.with { h in
+            for n in 0..<33 {
+                let reply = await h.send("POST", "/v1/activities/m\(n)/activity-token",
+                                         body: #"{"deviceId": "d1", "token": "\#(token(UInt8(n + 1)))"}"#)
+                #expect(reply.status == 200)
+                h.clock.advance(seconds: 1)
+            }
+            let latest = await events(h).prefix(2).map(summary)
+            #expect(latest.contains("activity removed activityCap - m0 \(Self.fingerprints[1]!)"), "\(latest)")
+        }
+    }
+
+    @Test func expiryIsAReasonAndOldEventsAreSwept() async throws {
+        try await Harness.with(deviceTTL: .seconds(100), activityTTL: .seconds(100)) { h in
+            await h.register("d1", #""pushToken": "\#(token(1))""#)
+            h.clock.advance(seconds: 101)
+            #expect(await h.send("POST", "/internal/v1/sweep", as: .apiKey).json["devices"]?.int == 1)
+            let after = await events(h)
+            #expect(after.map(summary) == ["push removed expired - - \(Self.fingerprints[1]!)"],
+                    "the removal is new; the registration was older than the device TTL")
+            #expect(after.first?["at"]?.string == "2026-12-02T11:05:46.123Z")
+        }
+    }
 }
