@@ -150,4 +150,28 @@ import Testing
             #expect(metrics.contains(#"registry_http_requests_total{route="POST /internal/v1/tokens/environment",status="200"} 1"#))
         }
     }
+
+    /// FCM tokens are case-sensitive: as with feedback, a token's lowercase
+    /// form matches only APNs holders, so correcting "ABAB…" leaves an FCM
+    /// device holding "abab…" (another token) alone.
+    @Test func anUppercaseTokenMatchesOnlyAPNsHoldersOfItsLowercaseForm() async throws {
+        try await Harness.with { h in
+            let lower = String(repeating: "ab", count: 16)
+            await h.register("f1", #""platform": "fcm", "pushToken": "\#(lower)""#)
+            await h.send("POST", "/v1/devices/push-to-start-token", body: #"{"deviceId": "a1", "token": "\#(lower)"}"#)
+            let fcmBefore = await history(h)
+            let reply = await correct(h, lower.uppercased(), "sandbox")
+            #expect(reply.json["updated"]?.int == 1, "\(reply.text)")
+            let devices = await h.senderDevices("alice")
+            let fcm = devices.first { $0["deviceId"]?.string == "f1" }
+            #expect(fcm?["environment"]?.string == "production")
+            let apns = devices.first { $0["deviceId"]?.string == "a1" }
+            #expect(apns?["pushToStartEnvironment"]?.string == "sandbox")
+            let added = await history(h).dropLast(fcmBefore.count)
+            #expect(added.map { "\($0["deviceId"]?.string ?? "") \($0["kind"]?.string ?? "")" } == ["a1 pushToStart"])
+
+            #expect(await correct(h, lower, "sandbox").json["updated"]?.int == 1, "the FCM token as sent matches it exactly")
+            #expect(await h.senderDevices("alice").first { $0["deviceId"]?.string == "f1" }?["environment"]?.string == "sandbox")
+        }
+    }
 }
