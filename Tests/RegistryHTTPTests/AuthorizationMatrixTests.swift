@@ -28,6 +28,19 @@ import Testing
         Call(method: "POST", target: "/v1/activities/m1/activity-token",
              body: #"{"deviceId": "d1", "token": "\#(token(7))"}"#, ownerStatus: 200),
         Call(method: "DELETE", target: "/v1/activities/m1/activity-token?deviceId=d1", ownerStatus: 204),
+        // The same routes naming alice's app (API.md v1.1 "App families").
+        Call(method: "POST", target: "/v1/devices",
+             body: #"{"deviceId": "d1", "appId": "com.acme.one", "pushToken": "\#(token(9))"}"#, ownerStatus: 200),
+        Call(method: "GET", target: "/v1/devices?appId=com.acme.one", ownerStatus: 200),
+        Call(method: "GET", target: "/v1/devices/d1?appId=com.acme.one", ownerStatus: 200),
+        Call(method: "DELETE", target: "/v1/devices/d1?appId=com.acme.one", ownerStatus: 204),
+        Call(method: "DELETE", target: "/v1/devices/d1?sequence=7&appId=com.acme.one", ownerStatus: 204),
+        Call(method: "POST", target: "/v1/devices/push-to-start-token",
+             body: #"{"deviceId": "d1", "appId": "com.acme.one", "token": "\#(token(8))"}"#, ownerStatus: 200),
+        Call(method: "DELETE", target: "/v1/devices/d1/push-to-start-token?appId=com.acme.one", ownerStatus: 204),
+        Call(method: "POST", target: "/v1/activities/m1/activity-token",
+             body: #"{"deviceId": "d1", "appId": "com.acme.one", "token": "\#(token(7))"}"#, ownerStatus: 200),
+        Call(method: "DELETE", target: "/v1/activities/m1/activity-token?deviceId=d1&appId=com.acme.one", ownerStatus: 204),
     ]
 
     /// alice's d1 with a push token, a push-to-start token and an activity token.
@@ -37,6 +50,18 @@ import Testing
                              body: #"{"deviceId": "d1", "token": "\#(token(2))"}"#, as: .user("alice")).status == 200)
         #expect(await h.send("POST", "/v1/activities/m1/activity-token",
                              body: #"{"deviceId": "d1", "token": "\#(token(3))"}"#, as: .user("alice")).status == 200)
+    }
+
+    /// The same for alice's d1 in a second app, `com.acme.one`.
+    private func loadAlicesSecondApp(_ h: Harness) async {
+        #expect(await h.register("d1", user: "alice",
+                                 #""appId": "com.acme.one", "pushToken": "\#(token(4))", "sequence": 3"#).status == 201)
+        #expect(await h.send("POST", "/v1/devices/push-to-start-token",
+                             body: #"{"deviceId": "d1", "appId": "com.acme.one", "token": "\#(token(5))"}"#,
+                             as: .user("alice")).status == 200)
+        #expect(await h.send("POST", "/v1/activities/m1/activity-token",
+                             body: #"{"deviceId": "d1", "appId": "com.acme.one", "token": "\#(token(6))"}"#,
+                             as: .user("alice")).status == 200)
     }
 
     /// Everything the sender can see of alice: her devices, and her entries in m1's fan-out.
@@ -52,6 +77,7 @@ import Testing
         var withNothing: Reply?
         try await Harness.with { h in
             await loadAlice(h)
+            await loadAlicesSecondApp(h)
             let before = await aliceAsStored(h)
             withOther = await h.send(call.method, call.target, body: call.body, as: .user("bob"))
             #expect(await aliceAsStored(h) == before, "alice's record changed")
@@ -69,6 +95,7 @@ import Testing
     func theOwnerIsServed(_ call: Call) async throws {
         try await Harness.with { h in
             await loadAlice(h)
+            await loadAlicesSecondApp(h)
             let reply = await h.send(call.method, call.target, body: call.body, as: .user("alice"))
             #expect(reply.status == call.ownerStatus, "\(reply.text)")
         }

@@ -119,28 +119,41 @@ extension RecordWriter {
     /// held, each change with an `environmentCorrected` event. A device's
     /// push token takes its environment from the device, so the device
     /// value changes with it.
+    ///
+    /// The token matches as feedback's does (`removeEverywhere`): exactly
+    /// everywhere, and when no FCM device holds it exactly, its lowercase
+    /// form only where APNs tokens are held, so an uppercase token never
+    /// changes an FCM device holding the lowercase letters (another token).
     func correctEnvironment(_ token: String, to environment: APNsEnvironment) throws -> Int {
+        let exact = try correctHeld(token, to: environment, apnsOnly: false)
+        guard !exact.heldByFCM, case .success(let hex) = Identifier.normalizeAPNsToken(token),
+              !hex.utf8.elementsEqual(token.utf8) else { return exact.updated }
+        return exact.updated + (try correctHeld(hex, to: environment, apnsOnly: true).updated)
+    }
+
+    private func correctHeld(_ token: String, to environment: APNsEnvironment,
+                             apnsOnly: Bool) throws -> (updated: Int, heldByFCM: Bool) {
         var updated = 0
-        var candidates = [token]
-        if case .success(let hex) = Identifier.normalizeAPNsToken(token), !hex.utf8.elementsEqual(token.utf8) {
-            candidates.append(hex)
-        }
-        for candidate in candidates {
-            for kind in TokenKind.allCases {
-                guard let owner = try read.owner(of: candidate, kind) else { continue }
-                let key = read.tokenKey(kind, owner)
-                guard var stored = try read.token(kind, key), stored.environment != environment else { continue }
-                stored.environment = environment
-                try txn.put(stored.encoded(kind, vault), for: key, in: schema.database(kind))
-                if kind == .push, var device = try read.device(owner.id) {
-                    device.environment = environment
-                    try txn.put(device.encoded(), for: owner.id.key, in: schema.devices)
-                }
-                try recordEvent(owner.id, kind, activity: owner.activityId, .environmentCorrected, token: candidate)
-                updated += 1
+        var heldByFCM = false
+        for kind in TokenKind.allCases {
+            guard let owner = try read.owner(of: token, kind) else { continue }
+            let device = kind == .push ? try read.device(owner.id) : nil
+            if device?.platform == .fcm {
+                heldByFCM = true
+                if apnsOnly { continue }
             }
+            let key = read.tokenKey(kind, owner)
+            guard var stored = try read.token(kind, key), stored.environment != environment else { continue }
+            stored.environment = environment
+            try txn.put(stored.encoded(kind, vault), for: key, in: schema.database(kind))
+            if var device {
+                device.environment = environment
+                try txn.put(device.encoded(), for: owner.id.key, in: schema.devices)
+            }
+            try recordEvent(owner.id, kind, activity: owner.activityId, .environmentCorrected, token: token)
+            updated += 1
         }
-        return updated
+        return (updated, heldByFCM)
     }
 
     /// APNs feedback: `token` removed wherever held, optionally only when

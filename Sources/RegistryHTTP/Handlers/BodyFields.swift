@@ -73,6 +73,13 @@ struct BodyFields {
         }
     }
 
+    /// `appId` (API.md v1.1 "App families"): absent or `null` is `nil`,
+    /// which a registration takes as `default`.
+    func optionalAppId(_ name: String = "appId") throws(APIError) -> String? {
+        guard let value = try optionalString(name) else { return nil }
+        return try FieldCheck.appId(value, field: name)
+    }
+
     /// One of an enum's raw values.
     func optionalEnum<E: RawRepresentable & CaseIterable>(_ name: String, _ type: E.Type) throws(APIError) -> E?
     where E.RawValue == String {
@@ -111,6 +118,27 @@ enum FieldCheck {
         return value
     }
 
+    /// An `appId`: 1–155 bytes of `[A-Za-z0-9.-]`.
+    static func appId(_ value: String, field: String = "appId") throws(APIError) -> String {
+        if let problem = Identifier.checkAppId(value) { throw .invalidField(field, problem.message) }
+        return value
+    }
+
+    /// A `limit` query parameter: decimal digits, 1 to `max`; `standard` when absent.
+    static func limit(in query: QueryParameters, standard: Int, max: Int) throws(APIError) -> Int {
+        guard let text = try query.single("limit") else { return standard }
+        guard let n = UInt64(decimalDigits: text), n >= 1, n <= UInt64(max) else {
+            throw .invalidField("limit", "must be an integer from 1 to \(max)")
+        }
+        return Int(n)
+    }
+
+    /// An optional `appId` query parameter; `nil` when absent.
+    static func appId(in query: QueryParameters) throws(APIError) -> String? {
+        guard let value = try query.single("appId") else { return nil }
+        return try appId(value)
+    }
+
     static func version(_ value: String?, field: String) throws(APIError) -> String? {
         guard let value else { return nil }
         if let problem = Identifier.checkVersion(value) { throw .invalidField(field, problem.message) }
@@ -122,6 +150,14 @@ enum FieldCheck {
         case .success(let token): return token
         case .failure(let problem): throw .invalidField(field, problem.message)
         }
+    }
+
+    /// A token the sender names (feedback, environment correction): it may
+    /// be an APNs or an FCM token, so only what no token can hold is
+    /// refused: 1–4096 characters of `[A-Za-z0-9_:.-]` (hex is a subset).
+    static func senderToken(_ value: String, field: String = "token") throws(APIError) -> String {
+        if case .failure(let problem) = Identifier.normalizeFCMToken(value) { throw .invalidField(field, problem.message) }
+        return value
     }
 
     /// A percent-encoded path segment, decoded then checked.

@@ -4,15 +4,22 @@ import Registry
 
 /// `/v1/...`: a device acting on its own user's records. The user is always
 /// the JWT's `sub`; another user's `deviceId` answers as a missing device.
+///
+/// A record is (user, app, device) (API.md v1.1 "App families"): the reads
+/// and deletes of one record take an optional `appId` query parameter
+/// (`default` when absent, as for a v1 client), and the list shows every
+/// app's records unless `?appId=` narrows it.
 extension RegistryApplication {
     func listDevices(_ call: Call) throws -> HTTPResponse {
-        let devices = try store.devices(userId: call.userId)
+        let appId = try FieldCheck.appId(in: QueryParameters(call.request.query))
+        let devices = try store.devices(userId: call.userId, appId: appId)
         return Self.devicesDocument(devices, Views.device(_:into:))
     }
 
     func getDevice(_ call: Call) throws -> HTTPResponse {
         let deviceId = try call.parameter(FieldCheck.deviceId)
-        guard let device = try store.device(userId: call.userId, deviceId: deviceId) else {
+        let appId = try FieldCheck.appId(in: QueryParameters(call.request.query)) ?? Identifier.defaultAppId
+        guard let device = try store.device(userId: call.userId, appId: appId, deviceId: deviceId) else {
             throw APIError.recordNotFound("device")
         }
         return Self.deviceDocument(200, device)
@@ -22,7 +29,8 @@ extension RegistryApplication {
         let deviceId = try call.parameter(FieldCheck.deviceId)
         let query = try QueryParameters(call.request.query)
         let sequence = try query.single("sequence").map(FieldCheck.sequence)
-        try await store.signOut(userId: call.userId, deviceId: deviceId, sequence: sequence)
+        let appId = try FieldCheck.appId(in: query) ?? Identifier.defaultAppId
+        try await store.signOut(userId: call.userId, appId: appId, deviceId: deviceId, sequence: sequence)
         return Self.noContent
     }
 
@@ -33,14 +41,16 @@ extension RegistryApplication {
             deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
             token: try FieldCheck.apnsToken(fields.requiredString("token")),
             environment: try fields.optionalEnum("environment", APNsEnvironment.self),
-            sequence: try fields.optionalSequence())
+            sequence: try fields.optionalSequence(),
+            appId: try fields.optionalAppId() ?? Identifier.defaultAppId)
         let device = try await store.registerPushToStartToken(registration)
         return Self.deviceDocument(200, device)
     }
 
     func removePushToStart(_ call: Call) async throws -> HTTPResponse {
         let deviceId = try call.parameter(FieldCheck.deviceId)
-        try await store.removePushToStartToken(userId: call.userId, deviceId: deviceId)
+        let appId = try FieldCheck.appId(in: QueryParameters(call.request.query)) ?? Identifier.defaultAppId
+        try await store.removePushToStartToken(userId: call.userId, appId: appId, deviceId: deviceId)
         return Self.noContent
     }
 
@@ -53,12 +63,14 @@ extension RegistryApplication {
             deviceId: try FieldCheck.deviceId(fields.requiredString("deviceId")),
             token: try FieldCheck.apnsToken(fields.requiredString("token")),
             environment: try fields.optionalEnum("environment", APNsEnvironment.self),
-            sequence: try fields.optionalSequence())
+            sequence: try fields.optionalSequence(),
+            appId: try fields.optionalAppId() ?? Identifier.defaultAppId)
         let token = try await store.registerActivityToken(registration)
         return Self.json(200, capacity: 256) { w in
             w.beginObject()
             w.member("activityId", token.activityId)
             w.member("deviceId", token.deviceId)
+            w.member("appId", token.appId)
             w.member("lastSeenAt", token.lastSeenAt)
             w.endObject()
         }
@@ -70,8 +82,10 @@ extension RegistryApplication {
         guard let deviceId = try query.single("deviceId") else {
             throw APIError.invalidField("deviceId", "query parameter is required")
         }
-        try await store.removeActivityToken(activityId: activityId, userId: call.userId,
-                                            deviceId: try FieldCheck.deviceId(deviceId))
+        let checkedDeviceId = try FieldCheck.deviceId(deviceId)
+        let appId = try FieldCheck.appId(in: query) ?? Identifier.defaultAppId
+        try await store.removeActivityToken(activityId: activityId, userId: call.userId, appId: appId,
+                                            deviceId: checkedDeviceId)
         return Self.noContent
     }
 
@@ -98,7 +112,8 @@ extension RegistryApplication {
             environment: try fields.optionalEnum("environment", APNsEnvironment.self),
             osVersion: try FieldCheck.version(fields.optionalString("osVersion"), field: "osVersion"),
             appVersion: try FieldCheck.version(fields.optionalString("appVersion"), field: "appVersion"),
-            sequence: try fields.optionalSequence())
+            sequence: try fields.optionalSequence(),
+            appId: try fields.optionalAppId() ?? Identifier.defaultAppId)
         let outcome = try await store.registerDevice(registration)
         return Self.deviceDocument(outcome.created ? 201 : 200, outcome.device)
     }

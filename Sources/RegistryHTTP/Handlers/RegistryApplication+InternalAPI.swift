@@ -5,11 +5,33 @@ import Registry
 /// `/internal/v1/...`, `/metrics` and `/healthz`: the push sender and
 /// operators. These see tokens (sender views), so none of their answers
 /// may be logged.
+///
+/// The sender's reads (a user's devices, the lookup, the activity fan-out)
+/// show every app's records unless an optional `appId` (query parameter, or
+/// body field of the lookup) narrows them (API.md v1.1 "App families").
 extension RegistryApplication {
     func userDevices(_ call: Call) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
-        let devices = try store.devices(userId: userId)
+        let appId = try FieldCheck.appId(in: QueryParameters(call.request.query))
+        let devices = try store.devices(userId: userId, appId: appId)
         return Self.devicesDocument(devices, Views.sender(_:into:))
+    }
+
+    /// A user's token history (API.md v1.1 "Token history"), newest first;
+    /// `[]` for a user the registry does not know.
+    func tokenHistory(_ call: Call) throws -> HTTPResponse {
+        let userId = try call.parameter(FieldCheck.userId)
+        let limit = try FieldCheck.limit(in: QueryParameters(call.request.query), standard: HistoryEvent.maxPerUser,
+                                         max: HistoryEvent.maxPerUser)
+        let events = try store.history(userId: userId, limit: limit)
+        return Self.json(200, capacity: 16 + events.count * 320) { w in
+            w.beginObject()
+            w.key("events")
+            w.beginArray()
+            for event in events { Views.historyEvent(event, into: &w) }
+            w.endArray()
+            w.endObject()
+        }
     }
 
     func sweep(_ call: Call) async throws -> HTTPResponse {
@@ -51,7 +73,8 @@ extension RegistryApplication {
             }
             userIds.append(try FieldCheck.userId(id, field: "userIds[\(index)]"))
         }
-        let found = try store.devices(userIds: userIds)
+        let appId = try fields.optionalAppId()
+        let found = try store.devices(userIds: userIds, appId: appId)
         let deviceCount = found.reduce(0) { $0 + $1.devices.count }
         return Self.json(200, capacity: 16 + found.count * 32 + deviceCount * Self.bytesPerDevice) { w in
             w.beginObject()
@@ -71,16 +94,12 @@ extension RegistryApplication {
     func activityTokens(_ call: Call) throws -> HTTPResponse {
         let activityId = try call.parameter(FieldCheck.activityId)
         let parameters = try QueryParameters(call.request.query)
-        var limit = configuration.defaultPageLimit
-        if let text = try parameters.single("limit") {
-            guard let n = UInt64(decimalDigits: text), n >= 1, n <= UInt64(configuration.maxPageLimit) else {
-                throw APIError.invalidField("limit", "must be an integer from 1 to \(configuration.maxPageLimit)")
-            }
-            limit = Int(n)
-        }
+        let limit = try FieldCheck.limit(in: parameters, standard: configuration.defaultPageLimit,
+                                         max: configuration.maxPageLimit)
         let cursor = try parameters.single("cursor")
         if let cursor, cursor.isEmpty { throw APIError.invalidField("cursor", "must not be empty") }
-        let page = try store.activityTokens(activityId: activityId, limit: limit, cursor: cursor)
+        let appId = try FieldCheck.appId(in: parameters)
+        let page = try store.activityTokens(activityId: activityId, appId: appId, limit: limit, cursor: cursor)
         return Self.json(200, capacity: 32 + page.tokens.count * 256) { w in
             w.beginObject()
             w.key("tokens")
@@ -94,10 +113,7 @@ extension RegistryApplication {
 
     func feedback(_ call: Call) async throws -> HTTPResponse {
         let fields = try BodyFields(body: call.request.body)
-        let token = try fields.requiredString("token")
-        if case .failure(let problem) = Identifier.normalizeFCMToken(token) {
-            throw APIError.invalidField("token", problem.message)
-        }
+        let token = try FieldCheck.senderToken(fields.requiredString("token"))
         guard let reason = try fields.optionalEnum("reason", FeedbackReason.self) else {
             throw APIError.invalidField("reason", "is required")
         }
@@ -118,5 +134,18 @@ extension RegistryApplication {
         let removed = try await store.removeToken(token, reason: reason, registeredBefore: before)
         metrics.recordFeedback(reason: reason, removed: removed)
         return Self.json(200, .object([("removed", .int(Int64(removed)))]))
+    }
+
+    /// APNs environment correction (API.md v1.1): the sender found `token`
+    /// works on the other APNs host; its environment is set wherever it is
+    /// held, each change an `environmentCorrected` history event.
+    func correctEnvironment(_ call: Call) async throws -> HTTPResponse {
+        let fields = try BodyFields(body: call.request.body)
+        let token = try FieldCheck.senderToken(fields.requiredString("token"))
+        guard let environment = try fields.optionalEnum("environment", APNsEnvironment.self) else {
+            throw APIError.invalidField("environment", "is required")
+        }
+        let updated = try await store.correctEnvironment(token: token, environment: environment)
+        return Self.json(200, .object([("updated", .int(Int64(updated)))]))
     }
 }

@@ -1,10 +1,12 @@
 import JSON
 import Registry
 
-/// The two ways a device is shown, written straight into the response
-/// (no intermediate values: these are the hot paths of every read). The
-/// device view (device API) never carries a token; the sender view
-/// (internal API) adds them.
+/// The two ways a device is shown, a fan-out entry and a history event,
+/// written straight into the response (no intermediate values: these are
+/// the hot paths of every read). The device view (device API) never carries
+/// a token; the sender view (internal API) adds them. Every view names its
+/// record's `appId` (API.md v1.1 "App families"; `default` for a v1
+/// client), right after `deviceId`.
 enum Views {
     static func device(_ d: DeviceRecord, into w: inout JSONWriter) {
         w.beginObject()
@@ -28,14 +30,33 @@ enum Views {
         w.beginObject()
         w.member("userId", t.userId)
         w.member("deviceId", t.deviceId)
+        w.member("appId", t.appId)
         w.member("token", t.token)
         w.member("environment", t.environment.rawValue)
         w.member("lastSeenAt", t.lastSeenAt)
         w.endObject()
     }
 
+    /// One token history event. It names neither the user (the path does)
+    /// nor, for `movedToUser`, the user the token went to; it carries the
+    /// token's fingerprint, never the token.
+    static func historyEvent(_ e: HistoryEvent, into w: inout JSONWriter) {
+        w.beginObject()
+        w.member("at", e.at)
+        w.member("deviceId", e.deviceId)
+        w.member("appId", e.appId)
+        w.member("kind", e.kind.rawValue)
+        w.member("activityId", e.activityId)
+        w.member("action", e.action.rawValue)
+        w.member("reason", e.reason?.rawValue)
+        w.member("feedbackReason", e.feedbackReason?.rawValue)
+        w.member("tokenFingerprint", e.tokenFingerprint)
+        w.endObject()
+    }
+
     private static func deviceMembers(_ d: DeviceRecord, into w: inout JSONWriter) {
         w.member("deviceId", d.deviceId)
+        w.member("appId", d.appId)
         w.member("platform", d.platform.rawValue)
         w.member("environment", d.environment.rawValue)
         w.member("osVersion", d.osVersion)

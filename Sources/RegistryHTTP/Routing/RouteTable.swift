@@ -22,11 +22,14 @@ enum RouteTable {
                  .write { try await $0.registerActivityToken($1) }),
         Endpoint("DELETE /v1/activities/{activityId}/activity-token", .device,
                  .write { try await $0.removeActivityToken($1) }),
-        // The internal API (API.md "Internal API").
+        // The internal API (API.md "Internal API", and v1.1's token history and environment correction).
         Endpoint("GET /internal/v1/users/{userId}/devices", .internal, .read { try $0.userDevices($1) }),
+        Endpoint("GET /internal/v1/users/{userId}/history", .internal, .read { try $0.tokenHistory($1) }),
         Endpoint("POST /internal/v1/users/lookup", .internal, json: true, .read { try $0.lookupUsers($1) }),
         Endpoint("GET /internal/v1/activities/{activityId}/tokens", .internal, .read { try $0.activityTokens($1) }),
         Endpoint("POST /internal/v1/feedback", .internal, json: true, .write { try await $0.feedback($1) }),
+        Endpoint("POST /internal/v1/tokens/environment", .internal, json: true,
+                 .write { try await $0.correctEnvironment($1) }),
         Endpoint("POST /internal/v1/sweep", .internal, json: true, .write { try await $0.sweep($1) }),
         Endpoint("GET /internal/v1/stats", .internal, .read { try $0.stats($1) }),
         Endpoint("GET /metrics", .internal, .read { try $0.prometheusMetrics($1) }),
