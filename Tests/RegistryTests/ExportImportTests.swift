@@ -93,4 +93,29 @@ struct ExportImportTests {
         #expect(try target.store.history(userId: "carol", limit: 100) == [])
         #expect(try target.store.history(userId: "alice", limit: 100).count == 1)
     }
+
+    @Test func identicalEventsOfOneMillisecondBothSurviveARoundTrip() async throws {
+        let source = try makeStore(); defer { source.close() }
+        // The same token registered, removed and registered again in one millisecond: two identical events.
+        try await source.store.registerActivity("m", "alice", "phone", token: 1)
+        try await source.store.removeActivityToken(activityId: "m", userId: "alice", deviceId: "phone")
+        try await source.store.registerActivity("m", "alice", "phone", token: 1)
+        let history = try source.store.history(userId: "alice", limit: 100)
+        #expect(history.count == 3 && history[0] == history[2])
+        let records = try exported(source)
+        let target = try makeStore(); defer { target.close() }
+        _ = try await target.lmdb.importRecords(records)
+        #expect(try target.store.history(userId: "alice", limit: 100) == history)
+        _ = try await target.lmdb.importRecords(records)
+        #expect(try target.store.history(userId: "alice", limit: 100) == history)
+        // Also when the twins land in two of the import's transactions (500 records each).
+        let events = records.filter { if case .history = $0 { true } else { false } }
+        #expect(events.count == 3)
+        let filler = (0..<498).map { i in
+            ExportedRecord.tombstone(Tombstone(userId: "filler", deviceId: "d\(i)", sequence: 1, deletedAt: target.clock.now()))
+        }
+        let split = try makeStore(); defer { split.close() }
+        _ = try await split.lmdb.importRecords(filler + events)
+        #expect(try split.store.history(userId: "alice", limit: 100) == history)
+    }
 }
