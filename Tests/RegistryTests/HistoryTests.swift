@@ -51,6 +51,11 @@ struct HistoryTests {
         try await f.store.removePushToStartToken(userId: "alice", deviceId: "d2")
         try await f.store.removeActivityToken(activityId: "other", userId: "alice", deviceId: "d1")
         _ = try await f.store.registerDevice(DeviceRegistration(userId: "alice", deviceId: "d3", pushToken: .remove))
+        // The same token in uppercase is the same token.
+        _ = try await f.store.registerDevice(DeviceRegistration(userId: "alice", deviceId: "d1",
+                                                                pushToken: .set(apnsToken(1).uppercased())))
+        _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
+            activityId: "m", userId: "alice", deviceId: "d1", token: apnsToken(3).uppercased()))
         #expect(try f.store.history(userId: "alice", limit: 100).count == 3)
         #expect(try f.store.device(userId: "alice", deviceId: "d1")?.lastSeenAt == f.clock.now(),
                 "the re-registration did happen")
@@ -236,6 +241,17 @@ struct HistoryTests {
         let events = try f.store.history(userId: "alice", limit: 100)
         #expect(events.map(\.action) == [.rotated, .rotated, .rotated, .rotated, .registered])
         #expect(events.first?.tokenFingerprint == HistoryEvent.fingerprint(of: apnsToken(5)))
+    }
+
+    @Test func aClockThatStepsBackKeepsNewestFirst() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        let first = f.clock.now()
+        f.clock.advance(seconds: -30)
+        try await f.store.register("alice", "d1", token: 2)
+        let events = try f.store.history(userId: "alice", limit: 100)
+        #expect(events.map(\.action) == [.rotated, .registered])
+        #expect(events.allSatisfy { $0.at == first }, "an event is never dated before the one it follows")
     }
 
     @Test func aUserKeepsAtMostOneHundredEventsAndTheOldestGo() async throws {
