@@ -68,6 +68,33 @@ struct AppFamilyTests {
         #expect(try f.store.devices(userId: "alice", appId: nil).count == 6)
     }
 
+    @Test func pushToStartAndActivityRegistrationsCreateDevicesUnderTheCapOfTheirApp() async throws {
+        let f = try makeStore(maxDevicesPerUser: 2); defer { f.close() }
+        try await f.store.register("alice", "phone", token: 100)
+        let created = try await f.store.registerPushToStart("alice", "a1", token: 1, appId: appA)
+        #expect(created.appId == appA)
+        f.clock.advance(seconds: 1)
+        try await f.store.registerActivity("m", "alice", "a2", token: 2, appId: appA)
+        f.clock.advance(seconds: 1)
+        try await f.store.registerActivity("m", "alice", "a3", token: 3, appId: appA)
+        #expect(try f.store.devices(userId: "alice", appId: appA).map(\.deviceId) == ["a3", "a2"])
+        #expect(try f.store.device(userId: "alice", deviceId: "phone")?.pushToken?.token == apnsToken(100))
+        #expect(try f.store.historyShapes("alice", limit: 2).last
+                == EventShape(appId: appA, "a1", .pushToStart, .removed, reason: .deviceCap))
+    }
+
+    @Test func eachAppsRecordExpiresOnItsOwn() async throws {
+        let f = try makeStore { $0.deviceTTL = .seconds(10 * 3_600) }; defer { f.close() }
+        try await f.store.register("alice", app: appA, "phone", token: 1)
+        try await f.store.register("alice", app: appB, "phone", token: 2)
+        f.clock.advance(seconds: 6 * 3_600)
+        try await f.store.register("alice", app: appB, "phone")
+        f.clock.advance(seconds: 5 * 3_600)
+        #expect(try await f.store.sweep(dryRun: false) == SweepCounts(devices: 1))
+        #expect(try f.store.devices(userId: "alice", appId: nil).map(\.appId) == [appB])
+        #expect(try f.store.historyShapes("alice", limit: 1) == [EventShape(appId: appA, "phone", .push, .removed, reason: .expired)])
+    }
+
     @Test func signOutOfOneAppLeavesTheOther() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", app: appA, "phone", token: 1)
