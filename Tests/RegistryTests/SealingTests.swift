@@ -172,6 +172,59 @@ struct SealingTests {
         #expect(problems.contains { $0.hasPrefix("activity token ") && $0.contains("sealed value does not open") }, "\(problems)")
     }
 
+    /// Known issue, not fixed here: the open-time key check takes the
+    /// first stored token of each kind as the witness of the sealing key,
+    /// and a value that does not authenticate is the same failure whether
+    /// the key is another one or the value is damaged. So one damaged value
+    /// (bit rot) refuses the whole registry as "the token key file does not
+    /// match", and `check`, which would name the damaged value, cannot open
+    /// it either. When fixed, this known issue stops being recorded and the
+    /// test fails: then drop `withKnownIssue`.
+    @Test func oneDamagedTokenDoesNotLockTheRegistryOut() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        try await f.store.registerPushToStart("carol", "d3", token: 1)
+        try f.corrupt { txn, schema in
+            let key = try #require(try Self.firstKey(txn, schema.pushToStart))
+            var value = try #require(try txn.get(key, in: schema.pushToStart))
+            value[value.count - 1] ^= 0x01
+            try txn.put(value, for: key, in: schema.pushToStart)
+        }
+        f.lmdb.shutdown()
+        await withKnownIssue("a damaged first value reads as the wrong key file") {
+            try f.reopen()
+            #expect(try f.lmdb.check().count >= 1)
+        }
+    }
+
+    /// Known issue, not fixed here: a schema 2 registry migrated at open
+    /// keeps its old plaintext token values in the freed pages of
+    /// `data.mdb` (LMDB does not clear a freed page; it is overwritten only
+    /// when reused). A compacted `backup` holds no token, but a copy of the
+    /// data directory does, against "a backup of the data directory without
+    /// that file discloses no token". When fixed, drop `withKnownIssue`.
+    @Test func aMigratedDataFileHoldsNoPlaintextToken() async throws {
+        let f = try makeStore(); defer { f.close() }
+        f.lmdb.shutdown()
+        try FileManager.default.removeItem(atPath: f.configuration.directory)
+        let legacy = try LegacyEnvironment(f.configuration.directory)
+        try legacy.write { w in
+            try w.device("alice", "d1", lastSeen: 1_767_225_600_000, schema: 2, activities: 1)
+            try w.token(.push, "alice", "d1", Self.pushHex)
+            try w.token(.pushToStart, "alice", "d1", Self.pushToStartHex)
+            try w.activityToken("m", "alice", "d1", Self.activityHex)
+            try w.version(2)
+        }
+        legacy.close()
+        try f.reopen()
+        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+        f.lmdb.shutdown()
+        let leaks = try Self.leaks(in: f.configuration.directory + "/data.mdb",
+                                   of: [Self.pushHex, Self.pushToStartHex, Self.activityHex])
+        withKnownIssue("freed pages of the schema 2 databases still hold plaintext tokens") {
+            #expect(leaks == [])
+        }
+    }
+
     private static func firstKey(_ txn: ReadTransaction, _ db: Database) throws -> [UInt8]? {
         var first: [UInt8]?
         try txn.scan(db) { key, _ in
