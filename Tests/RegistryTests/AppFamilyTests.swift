@@ -145,7 +145,7 @@ struct AppFamilyTests {
         try await f.store.registerActivity("m", "bob", "tablet", token: 3)
         #expect(try f.store.allActivityTokens("m").map { "\($0.userId) \($0.appId)" } == ["bob default"])
         #expect(try f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.activityCount == 0)
-        #expect(try f.lmdb.check() == [])
+        #expect(try f.indexProblems() == [])
     }
 
     @Test func theActivityFanOutCarriesAndFiltersByApp() async throws {

@@ -269,7 +269,7 @@ struct HistoryTests {
         #expect(try f.store.history(userId: "alice", limit: 1_000).count == 100)
         #expect(try f.store.history(userId: "bob", limit: 100).count == 1, "another user's history is not trimmed")
         #expect(try f.store.stats().historyEvents == 101)
-        #expect(try f.lmdb.check() == [], "the dropped events' expiry entries went with them")
+        #expect(try f.indexProblems() == [], "the dropped events' expiry entries went with them")
     }
 
     @Test func concurrentChangesOfOneUserKeepTheBoundAndTheOrder() async throws {
@@ -288,7 +288,7 @@ struct HistoryTests {
         let events = try f.store.history(userId: "alice", limit: 100)
         #expect(try events.count == 100 && f.store.stats().historyEvents == 100)
         #expect(zip(events, events.dropFirst()).allSatisfy { !($0.at < $1.at) }, "newest first")
-        #expect(try f.lmdb.check() == [])
+        #expect(try f.indexProblems() == [])
     }
 
     @Test func eventsOlderThanTheDeviceTTLAreSwept() async throws {
@@ -304,7 +304,7 @@ struct HistoryTests {
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts())
         #expect(try f.store.historyShapes("alice") == [EventShape("d2", .push, .registered)])
         #expect(try f.store.stats().historyEvents == 1)
-        #expect(try f.lmdb.check() == [])
+        #expect(try f.indexProblems() == [])
     }
 
     @Test func theFingerprintIsTheStartOfSHA256OfTheTokenAsTheSenderViewCarriesIt() async throws {
