@@ -172,6 +172,20 @@ struct HistoryTests {
         ])
     }
 
+    @Test func canonicallyEquivalentUserIdsAreTwoUsers() async throws {
+        let f = try makeStore(); defer { f.close() }
+        let nfc = "Jos\u{E9}", nfd = "Jose\u{301}"
+        #expect(nfc == nfd, "Swift calls them equal; the store must not")
+        try await f.store.register(nfc, "d1", token: 1)
+        try await f.store.register(nfd, "d1", token: 1)
+        #expect(try f.store.historyShapes(nfc) == [
+            EventShape("d1", .push, .removed, reason: .movedToUser),
+            EventShape("d1", .push, .registered),
+        ])
+        #expect(try f.store.historyShapes(nfd) == [EventShape("d1", .push, .registered)])
+        #expect(try f.store.history(userId: nfd, limit: 100).allSatisfy { $0.userId.utf8.elementsEqual(nfd.utf8) })
+    }
+
     @Test func theDeviceCapEvictsWithReasonDeviceCap() async throws {
         let f = try makeStore(maxDevicesPerUser: 2); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
