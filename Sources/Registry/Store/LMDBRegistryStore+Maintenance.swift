@@ -49,16 +49,25 @@ extension LMDBRegistryStore {
     /// key, timestamps kept), in group-commit batches, writing no history
     /// of their own. A token already held elsewhere moves to the imported
     /// record (the one-owner rule). A history event already present is not
-    /// written twice, so importing the same lines again changes nothing.
-    /// Returns how many records were written.
+    /// written twice, so importing the same lines again changes nothing;
+    /// identical events (one token registered, removed and registered again
+    /// within a millisecond) are told apart by how often they occur among
+    /// `records`, so both come back. Returns how many records were written.
     public func importRecords(_ records: [ExportedRecord]) async throws -> Int {
+        var seen: [HistoryEvent: Int] = [:]
+        let occurrences = records.map { record -> Int in
+            guard case .history(let event) = record else { return 1 }
+            seen[event, default: 0] += 1
+            return seen[event]!
+        }
         var written = 0
         for start in stride(from: 0, to: records.count, by: 500) {
-            let chunk = Array(records[start..<min(start + 500, records.count)])
+            let range = start..<min(start + 500, records.count)
+            let chunk = Array(zip(records[range], occurrences[range]))
             written += try await writing { writer in
                 var quiet = writer
                 quiet.recordsHistory = false
-                for record in chunk { try quiet.restore(record) }
+                for (record, occurrence) in chunk { try quiet.restore(record, occurrence: occurrence) }
                 return chunk.count
             }
         }
@@ -118,8 +127,9 @@ extension LMDBRegistryStore {
 }
 
 extension RecordWriter {
-    /// Puts one exported record back with all its index entries.
-    func restore(_ record: ExportedRecord) throws {
+    /// Puts one exported record back with all its index entries. A history
+    /// event is the `occurrence`th of its identical events in the import.
+    func restore(_ record: ExportedRecord, occurrence: Int = 1) throws {
         switch record {
         case .device(let d, let activityTokens):
             let id = try recordID(d.userId, appId: d.appId, d.deviceId)
@@ -155,28 +165,29 @@ extension RecordWriter {
             try txn.put(TombstoneValue(sequence: t.sequence, deletedAt: t.deletedAt).encoded(), for: id.key, in: schema.tombstones)
             try txn.put([], for: ExpiryKey(at: t.deletedAt, kind: .tombstone, recordKey: id.key).bytes, in: schema.expiry)
         case .history(let event):
-            try restoreHistory(event)
+            try restoreHistory(event, occurrence: occurrence)
         }
     }
 
     /// Puts an exported history event back at its own time, unless the
-    /// user already has an identical one; then trims to the per-user bound.
-    private func restoreHistory(_ e: HistoryEvent) throws {
+    /// user already has `occurrence` identical ones; then trims to the
+    /// per-user bound.
+    private func restoreHistory(_ e: HistoryEvent, occurrence: Int) throws {
         let value = HistoryValue(at: e.at, app: try apps.code(e.appId, txn), device: e.deviceId, kind: e.kind,
                                  activityId: e.activityId, action: e.action, reason: e.reason,
                                  feedbackReason: e.feedbackReason, fingerprint: e.tokenFingerprint)
         var keys: [[UInt8]] = []
         var counter: UInt32 = 0
-        var duplicate = false
+        var identical = 0
         try txn.scan(schema.history, prefix: StoreKey.user(e.userId)) { key, bytes in
             keys.append(key)
             if let clock = StoreKey.historyClock(key), clock.at == e.at {
                 counter = max(counter, clock.counter &+ 1)
-                if try HistoryValue(decoding: bytes) == value { duplicate = true }
+                if try HistoryValue(decoding: bytes) == value { identical += 1 }
             }
             return true
         }
-        guard !duplicate else { return }
+        guard identical < occurrence else { return }
         let key = StoreKey.history(e.userId, at: e.at, counter: counter)
         try txn.put(value.encoded(), for: key, in: schema.history)
         try txn.put([], for: ExpiryKey(at: e.at, kind: .history, recordKey: key).bytes, in: schema.expiry)

@@ -1,0 +1,255 @@
+import Foundation
+import LMDB
+@testable import Registry
+import TokenSealing
+import Testing
+
+/// API.md v1.1 "Tokens sealed at rest": no token in the data file or a
+/// backup, the rules still work on sealed tokens, and a registry opens only
+/// with the keys its tokens were sealed and indexed with.
+struct SealingTests {
+    /// Distinctive tokens: any copy of them in a file is a leak, not chance.
+    private static let pushHex = String(repeating: "5ea1ed70", count: 8)
+    private static let pushToStartHex = String(repeating: "decafbad", count: 8)
+    private static let activityHex = String(repeating: "facefeed", count: 8)
+    private static let fcmToken = "fcm-sealed:Zq7Xw_Token.Plain-Text-42"
+
+    /// Every form a leaked token could take in a file.
+    private static func forms(of token: String) -> [(String, [UInt8])] {
+        var forms = [("text", Array(token.utf8)), ("uppercase text", Array(token.uppercased().utf8))]
+        if case .success = Identifier.normalizeAPNsToken(token) {
+            forms.append(("raw bytes", stride(from: 0, to: token.utf8.count, by: 2).map { i in
+                let start = token.index(token.startIndex, offsetBy: i)
+                return UInt8(token[start..<token.index(start, offsetBy: 2)], radix: 16)!
+            }))
+            // Half a token is still a leak (a page boundary could split a whole one).
+            forms.append(("half of the raw bytes", Array(forms.last!.1.prefix(16))))
+        }
+        return forms
+    }
+
+    /// The tokens (in every form) found in `file`, as "token form" lines.
+    private static func leaks(in file: String, of tokens: [String]) throws -> [String] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        #expect(data.count > 4_096, "read the real file: \(file)")
+        var found: [String] = []
+        for token in tokens {
+            for (form, bytes) in forms(of: token) where data.range(of: Data(bytes)) != nil {
+                found.append("\(token) as \(form)")
+            }
+        }
+        return found
+    }
+
+    /// A store holding the distinctive tokens in every kind of slot.
+    private func makeSealedStore() async throws -> StoreFixture {
+        let f = try makeStore()
+        _ = try await f.store.registerDevice(DeviceRegistration(userId: "alice", deviceId: "d1",
+                                                                pushToken: .set(Self.pushHex.uppercased())))
+        _ = try await f.store.registerPushToStartToken(PushToStartRegistration(userId: "alice", deviceId: "d1",
+                                                                               token: Self.pushToStartHex))
+        _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
+            activityId: "m", userId: "alice", deviceId: "d1", token: Self.activityHex, appId: "com.example.a"))
+        _ = try await f.store.registerDevice(DeviceRegistration(userId: "bob", deviceId: "d2",
+                                                                pushToken: .set(Self.fcmToken), platform: .fcm))
+        return f
+    }
+
+    private static var allTokens: [String] { [pushHex, pushToStartHex, activityHex, fcmToken] }
+
+    @Test func theDataFileHoldsNoToken() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        // Rotations and removals leave old values behind in freed pages: those must be sealed too.
+        try await f.store.register("carol", "d3", token: 1)
+        try await f.store.register("carol", "d3", token: 2)
+        f.lmdb.shutdown()
+        let leaks = try Self.leaks(in: f.directory + "/env/data.mdb", of: Self.allTokens)
+        #expect(leaks == [])
+        // The search itself finds what is there: the ids are stored in plaintext.
+        #expect(try Self.leaks(in: f.directory + "/env/data.mdb", of: ["com.example.a"]) == ["com.example.a as text"])
+    }
+
+    @Test func aBackupHoldsNoToken() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        let copy = f.directory + "/backup"
+        try f.lmdb.backup(toDirectory: copy)
+        #expect(try Self.leaks(in: copy + "/data.mdb", of: Self.allTokens) == [])
+        // And the backup opens with the key file, tokens and all.
+        let restored = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: copy, tokenKeys: TestKeys.ring))
+        defer { restored.shutdown() }
+        #expect(try restored.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+    }
+
+    @Test func theRulesWorkOnSealedTokens() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        let d1 = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        #expect(d1.pushToken?.token == Self.pushHex && d1.pushToStartToken?.token == Self.pushToStartHex)
+        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+        // The one-owner rule finds the holder through the keyed index.
+        _ = try await f.store.registerDevice(DeviceRegistration(userId: "dave", deviceId: "d9", pushToken: .set(Self.pushHex)))
+        #expect(try f.store.device(userId: "alice", deviceId: "d1") == nil)
+        _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
+            activityId: "m", userId: "dave", deviceId: "d9", token: Self.activityHex.uppercased()))
+        #expect(try f.store.allActivityTokens("m").map { "\($0.userId) \($0.token)" } == ["dave \(Self.activityHex)"])
+        // Feedback finds it too, in any case, and after a reopen.
+        try f.reopen()
+        #expect(try await f.store.removeToken(Self.pushHex.uppercased(), reason: .unregistered, registeredBefore: nil) == 1)
+        #expect(try await f.store.removeToken(Self.fcmToken, reason: .unregistered, registeredBefore: nil) == 1)
+        #expect(try await f.store.removeToken(Self.activityHex, reason: .unregistered, registeredBefore: nil) == 1)
+        let stats = try f.store.stats()
+        #expect(stats.pushTokens == 0 && stats.activityTokens == 0)
+        #expect(try f.lmdb.check() == [])
+    }
+
+    @Test func anotherKeyRingIsRefusedAtOpen() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        f.lmdb.shutdown()
+        var configuration = f.configuration
+        configuration.tokenKeys = try TokenKeyRing.generate()
+        #expect(Self.openError(configuration) == .wrongTokenKeys)
+        // The refused open changed nothing: the right keys still open every token.
+        try f.reopen()
+        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+    }
+
+    @Test func theIndexKeyAloneIsNotEnough() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        f.lmdb.shutdown()
+        var configuration = f.configuration
+        // The sealing key the tokens use is missing (another id)...
+        configuration.tokenKeys = try TokenKeyRing(
+            indexKey: TestKeys.ring.indexKey,
+            sealingKeys: [TokenKeyRing.SealingKey(id: TestKeys.ring.currentKeyID + 1, bytes: Self.randomKey())],
+            currentKeyID: TestKeys.ring.currentKeyID + 1)
+        #expect(Self.openError(configuration) == .wrongTokenKeys)
+        // ...or another key under the same id.
+        configuration.tokenKeys = try TokenKeyRing(
+            indexKey: TestKeys.ring.indexKey,
+            sealingKeys: [TokenKeyRing.SealingKey(id: TestKeys.ring.currentKeyID, bytes: Self.randomKey())],
+            currentKeyID: TestKeys.ring.currentKeyID)
+        #expect(Self.openError(configuration) == .wrongTokenKeys)
+        try f.reopen()
+        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+    }
+
+    @Test func anEmptyRegistryOpensWithAnyRing() async throws {
+        for _ in 0..<2 {
+            let ring = try TokenKeyRing.generate()
+            let f = try makeStore { $0.tokenKeys = ring }; defer { f.close() }
+            try await f.store.register("alice", "d1", token: 1)
+            try f.reopen()
+            #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1))
+            #expect(try await f.store.removeToken(apnsToken(1), reason: .unregistered, registeredBefore: nil) == 1)
+        }
+    }
+
+    @Test func checkReportsASealedValueThatDoesNotOpen() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        #expect(try f.lmdb.check() == [])
+        try f.corrupt { txn, schema in
+            let key = StoreKey.device("alice", "d1")
+            var value = try #require(try txn.get(key, in: schema.pushToStart))
+            value[value.count - 1] ^= 0x01
+            try txn.put(value, for: key, in: schema.pushToStart)
+        }
+        let problems = try f.lmdb.check()
+        #expect(problems.contains { $0.hasPrefix("pushToStart token \"alice\"/\"d1\": sealed value does not open") },
+                "\(problems)")
+        #expect(!problems.contains { $0.contains(Self.pushToStartHex) }, "a report never shows a token")
+        // The other tokens still open.
+        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+    }
+
+    @Test func checkReportsAnActivityValueSealedForAnotherSlot() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        // A sealed push value moved into an activity slot does not open there (the kind is the context).
+        try f.corrupt { txn, schema in
+            let push = try #require(try txn.get(StoreKey.device("alice", "d1"), in: schema.pushTokens))
+            let key = try #require(try Self.firstKey(txn, schema.activityTokens))
+            try txn.put(push, for: key, in: schema.activityTokens)
+        }
+        let problems = try f.lmdb.check()
+        #expect(problems.contains { $0.hasPrefix("activity token ") && $0.contains("sealed value does not open") }, "\(problems)")
+    }
+
+    /// Known issue, not fixed here: the open-time key check takes the
+    /// first stored token of each kind as the witness of the sealing key,
+    /// and a value that does not authenticate is the same failure whether
+    /// the key is another one or the value is damaged. So one damaged value
+    /// (bit rot) refuses the whole registry as "the token key file does not
+    /// match", and `check`, which would name the damaged value, cannot open
+    /// it either. When fixed, this known issue stops being recorded and the
+    /// test fails: then drop `withKnownIssue`.
+    @Test func oneDamagedTokenDoesNotLockTheRegistryOut() async throws {
+        let f = try await makeSealedStore(); defer { f.close() }
+        try await f.store.registerPushToStart("carol", "d3", token: 1)
+        try f.corrupt { txn, schema in
+            let key = try #require(try Self.firstKey(txn, schema.pushToStart))
+            var value = try #require(try txn.get(key, in: schema.pushToStart))
+            value[value.count - 1] ^= 0x01
+            try txn.put(value, for: key, in: schema.pushToStart)
+        }
+        f.lmdb.shutdown()
+        await withKnownIssue("a damaged first value reads as the wrong key file") {
+            try f.reopen()
+            #expect(try f.lmdb.check().count >= 1)
+        }
+    }
+
+    /// Known issue, not fixed here: a schema 2 registry migrated at open
+    /// keeps its old plaintext token values in the freed pages of
+    /// `data.mdb` (LMDB does not clear a freed page; it is overwritten only
+    /// when reused). A compacted `backup` holds no token, but a copy of the
+    /// data directory does, against "a backup of the data directory without
+    /// that file discloses no token". When fixed, drop `withKnownIssue`.
+    @Test func aMigratedDataFileHoldsNoPlaintextToken() async throws {
+        let f = try makeStore(); defer { f.close() }
+        f.lmdb.shutdown()
+        try FileManager.default.removeItem(atPath: f.configuration.directory)
+        let legacy = try LegacyEnvironment(f.configuration.directory)
+        try legacy.write { w in
+            try w.device("alice", "d1", lastSeen: 1_767_225_600_000, schema: 2, activities: 1)
+            try w.token(.push, "alice", "d1", Self.pushHex)
+            try w.token(.pushToStart, "alice", "d1", Self.pushToStartHex)
+            try w.activityToken("m", "alice", "d1", Self.activityHex)
+            try w.version(2)
+        }
+        legacy.close()
+        try f.reopen()
+        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+        f.lmdb.shutdown()
+        let leaks = try Self.leaks(in: f.configuration.directory + "/data.mdb",
+                                   of: [Self.pushHex, Self.pushToStartHex, Self.activityHex])
+        withKnownIssue("freed pages of the schema 2 databases still hold plaintext tokens") {
+            #expect(leaks == [])
+        }
+    }
+
+    private static func firstKey(_ txn: ReadTransaction, _ db: Database) throws -> [UInt8]? {
+        var first: [UInt8]?
+        try txn.scan(db) { key, _ in
+            first = key
+            return false
+        }
+        return first
+    }
+
+    private enum OpenFailure: Equatable { case wrongTokenKeys, other(String), none }
+
+    private static func openError(_ configuration: LMDBRegistryStore.Configuration) -> OpenFailure {
+        do {
+            let store = try LMDBRegistryStore(configuration: configuration)
+            store.shutdown()
+            return .none
+        } catch RegistryOpenError.wrongTokenKeys {
+            return .wrongTokenKeys
+        } catch {
+            return .other("\(error)")
+        }
+    }
+
+    private static func randomKey() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<TokenKeyRing.keyLength).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+}
