@@ -59,6 +59,12 @@ struct Settings {
             }
             store.maxDevicesPerUser = n
         }
+        if let (value, source) = arguments.value("max-apps") {
+            guard let n = ValueParsing.positiveInt(value, max: 10_000) else {
+                throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 10000")
+            }
+            store.maxApps = n
+        }
         if let (value, source) = arguments.value("max-activities-per-device") {
             guard let n = ValueParsing.positiveInt(value, max: 1_000) else {
                 throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 1000")

@@ -172,14 +172,10 @@ struct SealingTests {
         #expect(problems.contains { $0.hasPrefix("activity token ") && $0.contains("sealed value does not open") }, "\(problems)")
     }
 
-    /// Known issue, not fixed here: the open-time key check takes the
-    /// first stored token of each kind as the witness of the sealing key,
-    /// and a value that does not authenticate is the same failure whether
-    /// the key is another one or the value is damaged. So one damaged value
-    /// (bit rot) refuses the whole registry as "the token key file does not
-    /// match", and `check`, which would name the damaged value, cannot open
-    /// it either. When fixed, this known issue stops being recorded and the
-    /// test fails: then drop `withKnownIssue`.
+    /// One damaged stored value (bit rot) is not "the wrong key file": the
+    /// registry opens, and `check` names the damaged value. (The open-time
+    /// key check recognises each sealing key by a check value of its own,
+    /// and only refuses values under a key the file does not hold.)
     @Test func oneDamagedTokenDoesNotLockTheRegistryOut() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
         try await f.store.registerPushToStart("carol", "d3", token: 1)
@@ -190,18 +186,14 @@ struct SealingTests {
             try txn.put(value, for: key, in: schema.pushToStart)
         }
         f.lmdb.shutdown()
-        await withKnownIssue("a damaged first value reads as the wrong key file") {
-            try f.reopen()
-            #expect(try f.lmdb.check().count >= 1)
-        }
+        try f.reopen()
+        #expect(try f.lmdb.check().count >= 1)
     }
 
-    /// Known issue, not fixed here: a schema 2 registry migrated at open
-    /// keeps its old plaintext token values in the freed pages of
-    /// `data.mdb` (LMDB does not clear a freed page; it is overwritten only
-    /// when reused). A compacted `backup` holds no token, but a copy of the
-    /// data directory does, against "a backup of the data directory without
-    /// that file discloses no token". When fixed, drop `withKnownIssue`.
+    /// A schema 2 registry migrated at open keeps no plaintext token in
+    /// `data.mdb`: LMDB does not clear a freed page, so the store compacts
+    /// the file in place after the migration ("a backup of the data
+    /// directory without that file discloses no token").
     @Test func aMigratedDataFileHoldsNoPlaintextToken() async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()
@@ -220,9 +212,7 @@ struct SealingTests {
         f.lmdb.shutdown()
         let leaks = try Self.leaks(in: f.configuration.directory + "/data.mdb",
                                    of: [Self.pushHex, Self.pushToStartHex, Self.activityHex])
-        withKnownIssue("freed pages of the schema 2 databases still hold plaintext tokens") {
-            #expect(leaks == [])
-        }
+        #expect(leaks == [])
     }
 
     private static func firstKey(_ txn: ReadTransaction, _ db: Database) throws -> [UInt8]? {

@@ -46,6 +46,17 @@ public struct TokenVault: Sendable {
         sealer.keyID(of: Array(sealed))
     }
 
+    /// A check value sealed under the current key: `meta` keeps one per
+    /// sealing key, so a key file with another key under the same id is
+    /// recognised at open (a stored token that fails could be damage).
+    func keyCheck() -> [UInt8] { sealer.seal(Self.checkText, context: [0]) }
+
+    func opensKeyCheck(_ sealed: [UInt8]) -> Bool {
+        (try? sealer.open(sealed, context: [0])) == Self.checkText
+    }
+
+    private static let checkText = Array("registryd sealing key check".utf8)
+
     /// A value the store keeps in `meta` to recognise its index key at open:
     /// a registry opened with another key file fails loudly instead of
     /// finding no token (every owner entry would be keyed differently).

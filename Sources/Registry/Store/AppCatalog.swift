@@ -17,9 +17,15 @@ final class AppCatalog: Sendable {
     }
 
     private let apps: Database
+    /// Distinct apps the registry takes: app ids come from callers, and
+    /// each is a permanent entry that multiplies the per-(user, app) caps.
+    let limit: Int
     private let cache = Mutex(Maps())
 
-    init(apps: Database) { self.apps = apps }
+    init(apps: Database, limit: Int = 100) {
+        self.apps = apps
+        self.limit = limit
+    }
 
     /// The code of `appId`, or `nil` when no record of that app was ever written.
     func existingCode(_ appId: String, _ txn: ReadTransaction) throws -> String? {
@@ -31,10 +37,16 @@ final class AppCatalog: Sendable {
         return code
     }
 
-    /// The code of `appId`, assigning the next one when the app is new.
+    /// The code of `appId`, assigning the next one when the app is new;
+    /// a new app past `limit` is refused (a 400 naming `appId`).
     func code(_ appId: String, _ txn: WriteTransaction) throws -> String {
         if let code = try existingCode(appId, txn) { return code }
-        let code = String(try txn.count(in: apps))
+        let count = try txn.count(in: apps)
+        guard count < limit else {
+            throw RegistryError.invalidField(field: "appId",
+                                             message: "names a new app, and this registry already holds its limit of \(limit) apps")
+        }
+        let code = String(count)
         try txn.put(Array(code.utf8), for: Array(appId.utf8), in: apps)
         return code
     }

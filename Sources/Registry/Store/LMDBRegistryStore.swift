@@ -28,6 +28,8 @@ public final class LMDBRegistryStore: RegistryStore, Service {
         public var maxDevicesPerUser = 20
         /// Activity tokens one device may hold; one more evicts its least recently refreshed.
         public var maxActivitiesPerDevice = 32
+        /// Distinct `appId`s the registry takes (app families); a new one past this is refused.
+        public var maxApps = 100
         /// Tombstones one user may hold: twice the device cap, so a user who
         /// signs every device out twice keeps every tombstone.
         public var maxTombstonesPerUser: Int { 2 * maxDevicesPerUser }
@@ -85,7 +87,7 @@ public final class LMDBRegistryStore: RegistryStore, Service {
                 schema = try Schema(environment)
             }
             self.schema = schema
-            apps = AppCatalog(apps: schema.apps)
+            apps = AppCatalog(apps: schema.apps, limit: configuration.maxApps)
             cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema, vault) }
         } catch {
             environment.close()
@@ -148,16 +150,28 @@ public final class LMDBRegistryStore: RegistryStore, Service {
         return secret
     }
 
-    /// One stored token of each kind must open: a key file whose index key
-    /// matches but which lacks the sealing key the tokens use is refused at
-    /// open, not discovered by the first read.
-    private static func checkSealingKeys(_ txn: ReadTransaction, _ schema: Schema, _ vault: TokenVault) throws {
+    /// The sealing keys must be the registry's: each key of the ring is
+    /// recognised by a check value sealed under it (recorded the first time
+    /// the key is used here), so a key file holding another key under the
+    /// same id is refused; and the first stored token of each kind must not
+    /// name a key the ring lacks. A value that merely fails to authenticate
+    /// (damage) is left to `check`, which names it: one bad value must not
+    /// lock the whole registry out.
+    private static func checkSealingKeys(_ txn: WriteTransaction, _ schema: Schema, _ vault: TokenVault) throws {
+        for key in vault.ring.sealingKeys {
+            let name = Schema.MetaKey.sealingKeyCheck + [key.id]
+            if let stored = try txn.get(name, in: schema.meta) {
+                guard vault.opensKeyCheck(stored) else {
+                    throw RegistryOpenError.wrongTokenKeys(detail: "sealing key \(key.id) is not the one this registry used")
+                }
+            } else if key.id == vault.ring.currentKeyID {
+                try txn.put(vault.keyCheck(), for: name, in: schema.meta)
+            }
+        }
         for kind in TokenKind.allCases {
             try txn.scan(schema.database(kind)) { _, value in
-                do {
-                    _ = try TokenValue(decoding: value, kind, vault)
-                } catch {
-                    throw RegistryOpenError.wrongTokenKeys(detail: "a stored \(kind) token does not open: \(error)")
+                if let id = try? TokenValue.sealingKeyID(of: value, vault), vault.ring.sealingKey(id: id) == nil {
+                    throw RegistryOpenError.wrongTokenKeys(detail: "stored \(kind) tokens are sealed under key \(id), which it does not hold")
                 }
                 return false
             }

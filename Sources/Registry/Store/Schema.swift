@@ -72,6 +72,8 @@ struct Schema: Sendable {
         /// The sealing key id a rotation made current (one byte): every
         /// process's writes seal under it once they see it.
         static let sealingKeyID = Array("sealingKeyID".utf8)
+        /// Followed by a key id: `TokenVault.keyCheck` sealed under that key.
+        static let sealingKeyCheck = Array("sealingKeyCheck.".utf8)
     }
 }
 
