@@ -10,7 +10,6 @@ import TokenSealing
 /// moved into a push-to-start slot (or an activity's) and open there.
 public struct TokenVault: Sendable {
     public let sealer: TokenSealer
-    private let opened = OpenedTokens()
 
     public init(ring: TokenKeyRing) {
         sealer = TokenSealer(ring: ring)
@@ -24,14 +23,11 @@ public struct TokenVault: Sendable {
 
     func open(_ sealed: some Collection<UInt8>, _ kind: TokenKind) throws -> String {
         let bytes = Array(sealed)
-        let key = OpenedTokens.SealedKey(bytes: [kind.rawValue] + bytes)
-        if let token = opened.token(for: key) { return token }
         do {
-            let plaintext = try sealer.open(bytes, context: [kind.rawValue])
-            guard let text = String(validating: plaintext, as: UTF8.self) else {
+            let opened = try sealer.open(bytes, context: [kind.rawValue])
+            guard let text = String(validating: opened, as: UTF8.self) else {
                 throw StoredValueError(what: "token", reason: "sealed bytes are not UTF-8")
             }
-            opened.remember(text, for: key)
             return text
         } catch let error as TokenSealError {
             if case .unknownKey(let id) = error { throw UnknownSealingKey(keyID: id) }
