@@ -94,16 +94,37 @@ struct DeviceValue: Hashable {
 /// Version 2 (schema 3) seals the token; version 1 (plaintext) is read only
 /// by the schema migration, through `init(decodingPlaintext:)`.
 struct TokenValue: Hashable {
-    var token: String
+    var token: String {
+        didSet { sealedAs = nil }
+    }
     var environment: APNsEnvironment
     /// The last time a registration carried it.
     var updatedAt: Timestamp
+    /// The sealed bytes this value was read from, with their kind: a
+    /// re-registration that only refreshes `updatedAt` writes them back
+    /// instead of sealing the same token again (while they are under the
+    /// current key). Not part of equality.
+    private var sealedAs: (kind: TokenKind, bytes: ArraySlice<UInt8>)?
+
+    static func == (a: TokenValue, b: TokenValue) -> Bool {
+        a.token == b.token && a.environment == b.environment && a.updatedAt == b.updatedAt
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(token)
+        hasher.combine(environment)
+        hasher.combine(updatedAt)
+    }
 
     func encoded(_ kind: TokenKind, _ vault: TokenVault) -> [UInt8] {
         var w = ByteWriter(version: 2)
         w.byte(UInt8(APNsEnvironment.allCases.firstIndex(of: environment)!))
         w.timestamp(updatedAt)
-        w.blob(vault.seal(token, kind))
+        if let sealedAs, sealedAs.kind == kind, vault.keyID(of: sealedAs.bytes) == vault.ring.currentKeyID {
+            w.blob(Array(sealedAs.bytes))
+        } else {
+            w.blob(vault.seal(token, kind))
+        }
         return w.bytes
     }
 
@@ -117,7 +138,9 @@ struct TokenValue: Hashable {
         var r = try ByteReader(bytes, what: "token", versions: 2...2)
         environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
         updatedAt = try r.timestamp()
-        token = try vault.open(try r.blob(), kind)
+        let sealed = try r.blob()
+        token = try vault.open(sealed, kind)
+        sealedAs = (kind, sealed)
         try r.finish()
     }
 

@@ -59,11 +59,20 @@ struct RecordWriter {
     func putToken(_ kind: TokenKind, _ id: RecordID, _ value: TokenValue) throws {
         let key = id.key
         let old = try read.token(kind, key)
-        try txn.put(value.encoded(kind, vault), for: key, in: schema.database(kind))
+        try txn.put(Self.refreshed(old, with: value).encoded(kind, vault), for: key, in: schema.database(kind))
         guard old?.token != value.token else { return }
         if let old { try deleteOwnerEntry(old.token, kind, pointingAt: key) }
         try txn.put(OwnerValue(id: id, activityId: nil).encoded(), for: vault.ownerKey(value.token, kind), in: schema.tokenOwners)
         try recordEvent(id, kind, activity: nil, old == nil ? .registered : .rotated, token: value.token)
+    }
+
+    /// `value`, carrying the stored one's sealed bytes when the token is the
+    /// same: a re-registration rewrites them instead of sealing again.
+    private static func refreshed(_ stored: TokenValue?, with value: TokenValue) -> TokenValue {
+        guard var stored, stored.token == value.token else { return value }
+        stored.environment = value.environment
+        stored.updatedAt = value.updatedAt
+        return stored
     }
 
     /// Removes a device-level token and its owner entry; false when there was none.
@@ -83,7 +92,7 @@ struct RecordWriter {
     func putActivityToken(_ activity: String, _ id: RecordID, _ value: TokenValue) throws {
         let key = StoreKey.activityToken(activity, id)
         let old = try read.token(.activity, key)
-        try txn.put(value.encoded(.activity, vault), for: key, in: schema.activityTokens)
+        try txn.put(Self.refreshed(old, with: value).encoded(.activity, vault), for: key, in: schema.activityTokens)
         try moveExpiry(.activityToken, key, from: old?.updatedAt, to: value.updatedAt)
         if old == nil {
             try txn.put([], for: StoreKey.deviceActivity(id, activity), in: schema.deviceActivities)
