@@ -33,6 +33,8 @@ let package = Package(
                        providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
 
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "Codecs"),
