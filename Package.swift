@@ -18,6 +18,9 @@ import PackageDescription
 /// `TokenSealing` (AES-256-GCM sealing and HMAC-SHA-256 index keys for
 /// tokens at rest, and their key file) depends only on `COpenSSL` and
 /// `Codecs`; nothing uses it yet.
+/// `Postgres` (libpq connections on dedicated threads, a pool, retried
+/// transactions, advisory locks, versioned migrations) depends only on
+/// `CLibPQ`; nothing uses it yet.
 let package = Package(
     name: "registryd",
     // iOS: only RegistryClient is meant for it (Duration and ContinuousClock need iOS 16).
@@ -44,6 +47,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Codecs"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON", "TokenSealing",
                                                             "Lifecycle", "Codecs"]),
@@ -58,6 +62,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs"]),
         .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs"]),
+        // Runs against REGISTRY_TEST_POSTGRES_URL (tools/test starts a server); skipped when it is unset.
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON", "TokenSealing"]),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient"]),
         // Replays tools/fuzz's seeds and kept findings through the same harnesses (Harness/).
