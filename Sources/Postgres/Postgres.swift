@@ -124,6 +124,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case invalidParameter
         /// The pool was closed before the work could run.
         case poolClosed
+        /// `PostgresMigrations` refused to apply (a pending migration older
+        /// than an applied one).
+        case migrationRefused
     }
 
     public let kind: Kind

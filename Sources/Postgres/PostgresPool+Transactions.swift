@@ -54,7 +54,7 @@ extension PostgresPool {
             return true
         case .server:
             return error.connectionBroken || error.sqlState == PostgresError.SQLState.readOnlySQLTransaction
-        case .commitOutcomeUnknown, .transactionAborted, .decoding, .invalidParameter, .poolClosed:
+        case .commitOutcomeUnknown, .transactionAborted, .decoding, .invalidParameter, .poolClosed, .migrationRefused:
             return false
         }
     }
