@@ -4,6 +4,19 @@
 /// transactions, advisory locks and versioned migrations. It knows nothing
 /// of the registry.
 ///
+/// - `PostgresConnection`: one blocking libpq connection (`query` with
+///   out-of-band parameters, `executeScript`, a one-attempt `transaction`,
+///   advisory lock calls).
+/// - `PostgresResult`: typed accessors over one statement's result.
+/// - `PostgresPool`: connections on dedicated threads; `withConnection`,
+///   `transaction(isolation:maxAttempts:_:)` (retried),
+///   `withAdvisoryLock(_:_:)` (one holder across every node, e.g. the
+///   sweeper).
+/// - `PostgresMigrations`: versioned schema changes applied at start under
+///   `pg_advisory_xact_lock`, so nodes starting together apply them once.
+/// - `PostgresError`: SQLSTATE, message, whether the connection broke, and
+///   the kinds that tell a caller what to do.
+///
 /// ## Why dedicated threads
 ///
 /// libpq's calls block: `PQconnectdb` waits for the server (up to
