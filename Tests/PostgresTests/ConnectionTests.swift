@@ -128,6 +128,17 @@ struct ConnectionTests {
         #expect(try last.int64(0, 0) == 3)
     }
 
+    @Test func aMultiHostURIWithTargetSessionAttrsPassesThroughToLibpq() throws {
+        // The first host refuses; libpq goes on to the next one, a primary (read-write).
+        let url = try #require(TestServer.url)
+        let hostPort = try #require(url.split(separator: "@").last?.split(separator: "/").first)
+        let port = try #require(hostPort.split(separator: ":").last)
+        let connection = try PostgresConnection(
+            "postgresql://postgres@127.0.0.1:1,\(hostPort)/registry?target_session_attrs=read-write&connect_timeout=2")
+        #expect(connection.port == String(port))
+        #expect(try connection.query("SELECT pg_is_in_recovery()").bool(0, 0) == false)
+    }
+
     @Test func aBadConnectionStringFailsToConnect() throws {
         // Port 1 on loopback: nothing listens there.
         #expect { try PostgresConnection("postgresql://postgres@127.0.0.1:1/registry?connect_timeout=2") } throws: {

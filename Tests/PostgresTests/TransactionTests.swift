@@ -71,7 +71,9 @@ struct TransactionTests {
         async let a: Void = pool.transaction(isolation: .readCommitted, body(first: 1, second: 2))
         async let b: Void = pool.transaction(isolation: .readCommitted, body(first: 2, second: 1))
         _ = try await (a, b)
-        #expect(attempts.current == 3)
+        // At least one retry; occasionally both sessions detect the cycle and
+        // both are retried (their retries then run without the barrier).
+        #expect(attempts.current >= 3)
         #expect(try await values(pool, table) == [2, 2])
         await pool.close()
     }
