@@ -18,6 +18,9 @@ import PackageDescription
 /// `TokenSealing` (AES-256-GCM sealing and HMAC-SHA-256 index keys for
 /// tokens at rest, and their key file) depends only on `COpenSSL` and
 /// `Codecs`; nothing uses it yet.
+/// `Postgres` (libpq connections on dedicated threads, a pool, retried
+/// transactions, advisory locks, versioned migrations) depends only on
+/// `CLibPQ`; nothing uses it yet.
 let package = Package(
     name: "registryd",
     // iOS: only RegistryClient is meant for it (Duration and ContinuousClock need iOS 16).
@@ -33,6 +36,8 @@ let package = Package(
                        providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
 
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "Codecs"),
@@ -42,6 +47,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Codecs"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "RegistryHTTP", dependencies: ["Registry", "HTTPServer", "JWT", "JSON", "Codecs"],
                 // The OpenAPI document, compiled into the binary as `PackageResources.openapi_json`
                 // (served by `GET /openapi.json`; no resource bundle beside the executable).
@@ -59,6 +65,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs"]),
         .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs"]),
+        // Runs against REGISTRY_TEST_POSTGRES_URL (tools/test starts a server); skipped when it is unset.
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON", "TokenSealing"]),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient"]),
         // Replays tools/fuzz's seeds and kept findings through the same harnesses (Harness/).
