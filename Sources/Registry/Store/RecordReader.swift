@@ -86,7 +86,7 @@ struct RecordReader {
     }
 
     private func record(_ id: RecordID, _ value: DeviceValue,
-                        push: TokenValue?, pushToStart start: TokenValue?) throws -> DeviceRecord {
+                        push: TokenValue?, pushToStart start: TokenValue?, appId: String? = nil) throws -> DeviceRecord {
         DeviceRecord(
             userId: id.user, deviceId: id.device, platform: value.platform, environment: value.environment,
             osVersion: value.osVersion, appVersion: value.appVersion,
@@ -94,7 +94,7 @@ struct RecordReader {
             pushToStartToken: start.map { StoredToken(token: $0.token, environment: $0.environment, updatedAt: $0.updatedAt) },
             activityCount: value.activityCount,
             createdAt: value.createdAt, lastSeenAt: value.lastSeenAt, sequence: value.sequence,
-            appId: try apps.appId(id.app, txn))
+            appId: try appId ?? apps.appId(id.app, txn))
     }
 
     /// (record, value) of every device of one app of a user, in key order.
@@ -138,10 +138,21 @@ struct RecordReader {
         var nextPush = 0, nextStart = 0
         var records: [DeviceRecord] = []
         records.reserveCapacity(devices.count)
+        // A user's devices are of one app or a few: name each app once, not
+        // once per device (the catalogue's lookup takes a lock).
+        var appIds: [String: String] = [:]
         for device in devices {
+            let appId: String
+            if let known = appIds[device.id.app] {
+                appId = known
+            } else {
+                appId = try apps.appId(device.id.app, txn)
+                appIds[device.id.app] = appId
+            }
             records.append(try record(device.id, device.value,
                                       push: Self.take(device.key, from: push, at: &nextPush),
-                                      pushToStart: Self.take(device.key, from: pushToStart, at: &nextStart)))
+                                      pushToStart: Self.take(device.key, from: pushToStart, at: &nextStart),
+                                      appId: appId))
         }
         return records.sorted { a, b in
             if a.lastSeenAt != b.lastSeenAt { return a.lastSeenAt > b.lastSeenAt }
