@@ -1,4 +1,5 @@
 import COpenSSL
+import Synchronization
 
 /// AES-256-GCM (NIST SP 800-38D) through OpenSSL's EVP interface, with a
 /// 96-bit nonce and a 128-bit tag: the primitive under `TokenSealer`.
@@ -59,19 +60,60 @@ enum AESGCM {
         }
 
         /// The template's key schedule is cleansed by OpenSSL as it is freed.
-        deinit { EVP_CIPHER_CTX_free(template) }
+        deinit {
+            EVP_CIPHER_CTX_free(template)
+            for address in idle.withLock({ $0 }) { EVP_CIPHER_CTX_free(OpaquePointer(bitPattern: address)) }
+        }
 
         /// A copy of the template, initialised with `nonce` for encrypting or decrypting.
+        /// Keyed contexts a finished call handed back: the next call only
+        /// sets its nonce and direction (`EVP_CipherInit_ex2` without cipher
+        /// or key keeps the key schedule), instead of allocating a context,
+        /// copying the template and wiping and freeing it afterwards. At most
+        /// `maxIdle` are kept; a context that failed is freed, never reused.
+        /// (Held as addresses: a raw pointer is not `Sendable`; each context
+        /// is used by one call at a time, between `context` and `recycle`.)
+        private let idle = Mutex<[UInt]>([])
+        private static let maxIdle = 64
+
         private func context(nonce: UnsafeRawBufferPointer, encrypting: Bool) -> OpaquePointer? {
-            guard let context = EVP_CIPHER_CTX_new() else { return nil }
-            let initialised = EVP_CIPHER_CTX_copy(context, template) == 1
-                && (encrypting ? EVP_EncryptInit_ex2(context, nil, nil, bytes(nonce), nil)
-                               : EVP_DecryptInit_ex2(context, nil, nil, bytes(nonce), nil)) == 1
-            guard initialised else {
+            var context = idle.withLock { $0.popLast() }.flatMap { OpaquePointer(bitPattern: $0) }
+            if context == nil {
+                guard let fresh = EVP_CIPHER_CTX_new() else { return nil }
+                guard EVP_CIPHER_CTX_copy(fresh, template) == 1 else {
+                    EVP_CIPHER_CTX_free(fresh)
+                    return nil
+                }
+                context = fresh
+            }
+            guard let context, EVP_CipherInit_ex2(context, nil, nil, bytes(nonce), encrypting ? 1 : 0, nil) == 1 else {
                 EVP_CIPHER_CTX_free(context)
                 return nil
             }
             return context
+        }
+
+        /// Hands a context that finished its call back for reuse.
+        private func recycle(_ context: OpaquePointer) {
+            let address = UInt(bitPattern: context)
+            let kept = idle.withLock { contexts -> Bool in
+                guard contexts.count < Self.maxIdle else { return false }
+                contexts.append(address)
+                return true
+            }
+            if !kept { EVP_CIPHER_CTX_free(context) }
+        }
+
+        /// Runs `body` on a context for `nonce`; recycles it when `body` succeeded, else frees it.
+        private func withContext(nonce: UnsafeRawBufferPointer, encrypting: Bool,
+                                 _ body: (OpaquePointer) -> Bool) -> Bool {
+            guard let context = context(nonce: nonce, encrypting: encrypting) else { return false }
+            guard body(context) else {
+                EVP_CIPHER_CTX_free(context)
+                return false
+            }
+            recycle(context)
+            return true
         }
 
         /// Encrypts `plaintext` into `ciphertext` (the same length) and
@@ -85,22 +127,21 @@ enum AESGCM {
                   ciphertext: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer) -> Bool {
             precondition(nonce.count == nonceLength && tag.count == tagLength)
             precondition(ciphertext.count == plaintext.count && plaintext.count < Int(Int32.max))
-            guard let context = context(nonce: nonce, encrypting: true) else { return failed() }
-            defer { EVP_CIPHER_CTX_free(context) }
-            var written: Int32 = 0
-            guard authenticate(associatedData, moreAssociatedData, with: EVP_EncryptUpdate, context) else { return failed() }
-            var total = 0
-            if !plaintext.isEmpty {
-                guard EVP_EncryptUpdate(context, mutableBytes(ciphertext), &written,
-                                        bytes(plaintext), Int32(plaintext.count)) == 1 else { return failed() }
-                total = Int(written)
+            let sealed = withContext(nonce: nonce, encrypting: true) { context in
+                var written: Int32 = 0
+                guard authenticate(associatedData, moreAssociatedData, with: EVP_EncryptUpdate, context) else { return false }
+                var total = 0
+                if !plaintext.isEmpty {
+                    guard EVP_EncryptUpdate(context, mutableBytes(ciphertext), &written,
+                                            bytes(plaintext), Int32(plaintext.count)) == 1 else { return false }
+                    total = Int(written)
+                }
+                // GCM is a stream mode: Final writes nothing, but it must run to compute the tag.
+                return EVP_EncryptFinal_ex(context, mutableBytes(ciphertext).map { $0 + total }, &written) == 1
+                    && total + Int(written) == plaintext.count
+                    && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_GET_TAG, Int32(tagLength), tag.baseAddress) == 1
             }
-            // GCM is a stream mode: Final writes nothing, but it must run to compute the tag.
-            guard EVP_EncryptFinal_ex(context, mutableBytes(ciphertext).map { $0 + total }, &written) == 1,
-                  total + Int(written) == plaintext.count,
-                  EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_GET_TAG, Int32(tagLength), tag.baseAddress) == 1
-            else { return failed() }
-            return true
+            return sealed ? true : failed()
         }
 
         /// Decrypts `ciphertext` into `plaintext` (the same length) when
@@ -128,24 +169,22 @@ enum AESGCM {
                              associatedData: UnsafeRawBufferPointer, moreAssociatedData: UnsafeRawBufferPointer,
                              ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
                              plaintext: UnsafeMutableRawBufferPointer) -> Bool {
-            guard ciphertext.count < Int(Int32.max), let context = context(nonce: nonce, encrypting: false) else {
-                return false
+            guard ciphertext.count < Int(Int32.max) else { return false }
+            return withContext(nonce: nonce, encrypting: false) { context in
+                guard authenticate(associatedData, moreAssociatedData, with: EVP_DecryptUpdate, context) else { return false }
+                var written: Int32 = 0
+                var total = 0
+                if !ciphertext.isEmpty {
+                    guard EVP_DecryptUpdate(context, mutableBytes(plaintext), &written,
+                                            bytes(ciphertext), Int32(ciphertext.count)) == 1 else { return false }
+                    total = Int(written)
+                }
+                // SET_TAG takes a non-const pointer but only copies the tag in.
+                return EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_TAG, Int32(tagLength),
+                                           UnsafeMutableRawPointer(mutating: tag.baseAddress)) == 1
+                    && EVP_DecryptFinal_ex(context, mutableBytes(plaintext).map { $0 + total }, &written) == 1
+                    && total + Int(written) == ciphertext.count
             }
-            defer { EVP_CIPHER_CTX_free(context) }
-            guard authenticate(associatedData, moreAssociatedData, with: EVP_DecryptUpdate, context) else { return false }
-            var written: Int32 = 0
-            var total = 0
-            if !ciphertext.isEmpty {
-                guard EVP_DecryptUpdate(context, mutableBytes(plaintext), &written,
-                                        bytes(ciphertext), Int32(ciphertext.count)) == 1 else { return false }
-                total = Int(written)
-            }
-            // SET_TAG takes a non-const pointer but only copies the tag in.
-            guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_TAG, Int32(tagLength),
-                                      UnsafeMutableRawPointer(mutating: tag.baseAddress)) == 1,
-                  EVP_DecryptFinal_ex(context, mutableBytes(plaintext).map { $0 + total }, &written) == 1
-            else { return false }
-            return total + Int(written) == ciphertext.count
         }
 
         /// Empties OpenSSL's error queue (this thread's) and answers false.

@@ -17,14 +17,21 @@ public struct TokenVault: Sendable {
 
     public var ring: TokenKeyRing { sealer.ring }
 
+    /// The sealing and index context of each kind (its raw value as one
+    /// byte), made once: the read path opens two tokens per device.
+    private static let contexts: [[UInt8]] = (0...3).map { [UInt8($0)] }
+
     func seal(_ token: String, _ kind: TokenKind) -> [UInt8] {
-        sealer.seal(Array(token.utf8), context: [kind.rawValue])
+        sealer.seal(Array(token.utf8), context: Self.contexts[Int(kind.rawValue)])
     }
 
     func open(_ sealed: some Collection<UInt8>, _ kind: TokenKind) throws -> String {
-        let bytes = Array(sealed)
+        let context = Self.contexts[Int(kind.rawValue)]
         do {
-            let opened = try sealer.open(bytes, context: [kind.rawValue])
+            // Straight from the stored value's bytes, without copying them.
+            let opened = try sealed.withContiguousStorageIfAvailable { bytes in
+                try sealer.open(UnsafeRawBufferPointer(bytes), context: context)
+            } ?? sealer.open(Array(sealed), context: context)
             guard let text = String(validating: opened, as: UTF8.self) else {
                 throw StoredValueError(what: "token", reason: "sealed bytes are not UTF-8")
             }
@@ -38,7 +45,7 @@ public struct TokenVault: Sendable {
     /// The key of `token`'s entry in `tokenOwners`: HMAC-SHA-256 of the token
     /// under the index key (kind as context), then the kind byte.
     func ownerKey(_ token: String, _ kind: TokenKind) -> [UInt8] {
-        sealer.indexKey(for: Array(token.utf8), context: [kind.rawValue]) + [kind.rawValue]
+        sealer.indexKey(for: Array(token.utf8), context: Self.contexts[Int(kind.rawValue)]) + [kind.rawValue]
     }
 
     /// The sealing key id a stored value was sealed under (rotation).
