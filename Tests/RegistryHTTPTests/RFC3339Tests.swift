@@ -4,6 +4,18 @@ import Testing
 @testable import RegistryHTTP
 
 @Suite struct RFC3339Tests {
+    /// An offset or a leap second can carry the last day of year 9999 (or
+    /// the first of year 0) out of the four-digit years `format` writes;
+    /// such text is refused (fuzz finding `rfc3339-offset-past-year-9999`).
+    @Test func instantsOutsideFourDigitYearsAreRefused() {
+        #expect(RFC3339.parse("9999-12-31t23:59:60.99999-02:30") == nil)
+        #expect(RFC3339.parse("9999-12-31T23:59:59.999-00:01") == nil)
+        #expect(RFC3339.parse("0000-01-01T00:00:00+00:01") == nil)
+        let last = RFC3339.parse("9999-12-31T23:59:59.999Z")
+        #expect(last.map(RFC3339.format) == "9999-12-31T23:59:59.999Z")
+        #expect(RFC3339.parse("0000-01-01T00:00:00Z").map(RFC3339.format) == "0000-01-01T00:00:00.000Z")
+    }
+
     @Test func formatsUTCWithMilliseconds() {
         #expect(RFC3339.format(Timestamp(milliseconds: 0)) == "1970-01-01T00:00:00.000Z")
         #expect(RFC3339.format(Timestamp(milliseconds: 1_796_209_445_123)) == "2026-12-02T11:04:05.123Z")

@@ -102,8 +102,16 @@ public enum RFC3339 {
         guard i == b.count else { return nil }
         let days = daysSinceEpoch(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
-        return Timestamp(milliseconds: seconds * 1000 + millis)
+        let time = Timestamp(milliseconds: seconds * 1000 + millis)
+        // An offset (or a leap second) can carry 9999-12-31 past year 9999 in
+        // UTC, or 0000-01-01 before year 0, where `format` has no four-digit
+        // year to write: such an instant is refused, not stored unwritable.
+        guard representable.contains(time) else { return nil }
+        return time
     }
+
+    /// 0000-01-01T00:00:00.000Z ... 9999-12-31T23:59:59.999Z: what `format` writes with four digits.
+    static let representable = Timestamp(milliseconds: -62_167_219_200_000)...Timestamp(milliseconds: 253_402_300_799_999)
 
     /// Years outside 0–9999 (only an import can carry them) keep the text they always had.
     private static func pad(_ value: Int64, _ width: Int) -> String {
