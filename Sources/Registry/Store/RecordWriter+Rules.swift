@@ -116,65 +116,62 @@ extension RecordWriter {
     }
 
     /// The environment correction: `token`'s environment set wherever it is
-    /// held, each change with an `environmentCorrected` event. A device's
-    /// push token takes its environment from the device, so the device
-    /// value changes with it.
-    ///
-    /// The token matches as feedback's does (`removeEverywhere`): exactly
-    /// everywhere, and when no FCM device holds it exactly, its lowercase
-    /// form only where APNs tokens are held, so an uppercase token never
-    /// changes an FCM device holding the lowercase letters (another token).
+    /// held (matched as `eachHolder` says), each change with an
+    /// `environmentCorrected` event. A device's push token takes its
+    /// environment from the device, so the device value changes with it.
     func correctEnvironment(_ token: String, to environment: APNsEnvironment) throws -> Int {
-        let exact = try correctHeld(token, to: environment, apnsOnly: false)
-        guard !exact.heldByFCM, case .success(let hex) = Identifier.normalizeAPNsToken(token),
-              !hex.utf8.elementsEqual(token.utf8) else { return exact.updated }
-        return exact.updated + (try correctHeld(hex, to: environment, apnsOnly: true).updated)
-    }
-
-    private func correctHeld(_ token: String, to environment: APNsEnvironment,
-                             apnsOnly: Bool) throws -> (updated: Int, heldByFCM: Bool) {
-        var updated = 0
-        var heldByFCM = false
-        for kind in TokenKind.allCases {
-            guard let owner = try read.owner(of: token, kind) else { continue }
-            let device = kind == .push ? try read.device(owner.id) : nil
-            if device?.platform == .fcm {
-                heldByFCM = true
-                if apnsOnly { continue }
-            }
+        try eachHolder(of: token) { kind, owner, matched in
             let key = read.tokenKey(kind, owner)
-            guard var stored = try read.token(kind, key), stored.environment != environment else { continue }
+            guard var stored = try read.token(kind, key), stored.environment != environment else { return false }
             stored.environment = environment
             try txn.put(stored.encoded(kind, vault), for: key, in: schema.database(kind))
-            if var device {
+            if kind == .push, var device = try read.device(owner.id) {
                 device.environment = environment
                 try txn.put(device.encoded(), for: owner.id.key, in: schema.devices)
             }
-            try recordEvent(owner.id, kind, activity: owner.activityId, .environmentCorrected, token: token)
-            updated += 1
+            try recordEvent(owner.id, kind, activity: owner.activityId, .environmentCorrected, token: matched)
+            return true
         }
-        return (updated, heldByFCM)
     }
 
-    /// APNs feedback: `token` removed wherever held, optionally only when
-    /// registered strictly before `before`. Returns how many were removed.
+    /// APNs feedback: `token` removed wherever held (matched as `eachHolder`
+    /// says), optionally only when registered strictly before `before`.
+    /// Returns how many were removed.
+    func removeEverywhere(_ token: String, before: Timestamp?, feedback: FeedbackReason) throws -> Int {
+        try eachHolder(of: token) { kind, owner, _ in
+            if let before, let stored = try read.token(kind, read.tokenKey(kind, owner)), !(stored.updatedAt < before) {
+                return false
+            }
+            switch kind {
+            case .push, .pushToStart:
+                return try removeToken(kind, owner.id, reason: .feedback, feedback: feedback)
+            case .activity:
+                return try removeActivityToken(owner.activityId ?? "", owner.id, reason: .feedback, feedback: feedback)
+            }
+        }
+    }
+
+    /// Runs `act` on every holder a token named by a sender reaches (APNs
+    /// feedback, an environment correction), with the token as matched;
+    /// returns how many times `act` said it changed something.
     ///
     /// The token as sent matches exactly everywhere. When no FCM device
     /// holds it exactly, its lowercase form (APNs tokens are stored
     /// lowercase) also matches what APNs holders have: push-to-start and
     /// activity tokens, and push tokens of `apns` devices. An FCM token is
-    /// case-sensitive, so feedback for an uppercase FCM token never removes
-    /// an APNs token that happens to have the same letters.
-    func removeEverywhere(_ token: String, before: Timestamp?, feedback: FeedbackReason) throws -> Int {
-        let exact = try removeHeld(token, before: before, apnsOnly: false, feedback: feedback)
+    /// case-sensitive, so an uppercase FCM token never reaches an APNs token
+    /// that happens to have the same letters, nor the reverse.
+    private func eachHolder(of token: String,
+                            _ act: (TokenKind, OwnerValue, _ matched: String) throws -> Bool) throws -> Int {
+        let exact = try holders(of: token, apnsOnly: false, act)
         guard !exact.heldByFCM, case .success(let hex) = Identifier.normalizeAPNsToken(token),
-              !hex.utf8.elementsEqual(token.utf8) else { return exact.removed }
-        return exact.removed + (try removeHeld(hex, before: before, apnsOnly: true, feedback: feedback).removed)
+              !hex.utf8.elementsEqual(token.utf8) else { return exact.changed }
+        return exact.changed + (try holders(of: hex, apnsOnly: true, act).changed)
     }
 
-    private func removeHeld(_ token: String, before: Timestamp?, apnsOnly: Bool,
-                            feedback: FeedbackReason) throws -> (removed: Int, heldByFCM: Bool) {
-        var removed = 0
+    private func holders(of token: String, apnsOnly: Bool,
+                         _ act: (TokenKind, OwnerValue, String) throws -> Bool) throws -> (changed: Int, heldByFCM: Bool) {
+        var changed = 0
         var heldByFCM = false
         for kind in TokenKind.allCases {
             guard let owner = try read.owner(of: token, kind) else { continue }
@@ -182,18 +179,9 @@ extension RecordWriter {
                 heldByFCM = true
                 if apnsOnly { continue }
             }
-            let key = read.tokenKey(kind, owner)
-            if let before, let stored = try read.token(kind, key), !(stored.updatedAt < before) { continue }
-            switch kind {
-            case .push, .pushToStart:
-                if try removeToken(kind, owner.id, reason: .feedback, feedback: feedback) { removed += 1 }
-            case .activity:
-                if try removeActivityToken(owner.activityId ?? "", owner.id, reason: .feedback, feedback: feedback) {
-                    removed += 1
-                }
-            }
+            if try act(kind, owner, token) { changed += 1 }
         }
-        return (removed, heldByFCM)
+        return (changed, heldByFCM)
     }
 
     // MARK: Rule helpers
