@@ -65,6 +65,22 @@ final class AppCatalog: Sendable {
         return found.appId
     }
 
+    /// The app ids one read names, each looked up once: a user's devices or
+    /// a fan-out page are of one app or a few, and `appId(_:_:)` takes a lock.
+    struct Names {
+        let catalog: AppCatalog
+        private var known: [String: String] = [:]
+
+        init(_ catalog: AppCatalog) { self.catalog = catalog }
+
+        mutating func appId(_ code: String, _ txn: ReadTransaction) throws -> String {
+            if let appId = known[code] { return appId }
+            let appId = try catalog.appId(code, txn)
+            known[code] = appId
+            return appId
+        }
+    }
+
     private func remember(_ name: [UInt8], _ appId: String, _ code: String) {
         cache.withLock {
             $0.codes[name] = code

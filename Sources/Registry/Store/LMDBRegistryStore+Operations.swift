@@ -91,7 +91,7 @@ extension LMDBRegistryStore {
             var tokens: [ActivityToken] = []
             var lastKey: [UInt8]?
             var more = false
-            var appIds: [String: String] = [:]
+            var names = AppCatalog.Names(read.apps)
             try read.txn.scan(schema.activityTokens, prefix: prefix, from: start) { key, value in
                 if key == resumeAfter { return true }
                 guard let parts = StoreKey.activityTokenParts(key) else {
@@ -103,16 +103,9 @@ extension LMDBRegistryStore {
                     return false
                 }
                 let token = try TokenValue(decoding: value, .activity, read.vault)
-                let appId: String
-                if let known = appIds[parts.id.app] {
-                    appId = known
-                } else {
-                    appId = try read.apps.appId(parts.id.app, read.txn)
-                    appIds[parts.id.app] = appId
-                }
                 tokens.append(ActivityToken(activityId: activityId, userId: parts.id.user, deviceId: parts.id.device,
                                             token: token.token, environment: token.environment,
-                                            lastSeenAt: token.updatedAt, appId: appId))
+                                            lastSeenAt: token.updatedAt, appId: try names.appId(parts.id.app, read.txn)))
                 lastKey = key
                 return true
             }

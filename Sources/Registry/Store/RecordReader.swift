@@ -138,21 +138,12 @@ struct RecordReader {
         var nextPush = 0, nextStart = 0
         var records: [DeviceRecord] = []
         records.reserveCapacity(devices.count)
-        // A user's devices are of one app or a few: name each app once, not
-        // once per device (the catalogue's lookup takes a lock).
-        var appIds: [String: String] = [:]
+        var names = AppCatalog.Names(apps)
         for device in devices {
-            let appId: String
-            if let known = appIds[device.id.app] {
-                appId = known
-            } else {
-                appId = try apps.appId(device.id.app, txn)
-                appIds[device.id.app] = appId
-            }
             records.append(try record(device.id, device.value,
                                       push: Self.take(device.key, from: push, at: &nextPush),
                                       pushToStart: Self.take(device.key, from: pushToStart, at: &nextStart),
-                                      appId: appId))
+                                      appId: try names.appId(device.id.app, txn)))
         }
         return records.sorted { a, b in
             if a.lastSeenAt != b.lastSeenAt { return a.lastSeenAt > b.lastSeenAt }
@@ -196,9 +187,10 @@ struct RecordReader {
     /// A user's history events, newest first, at most `limit`.
     func history(of user: String, limit: Int) throws -> [HistoryEvent] {
         var events: [HistoryEvent] = []
+        var names = AppCatalog.Names(apps)
         try txn.scan(schema.history, prefix: StoreKey.user(user), reverse: true) { _, value in
             let stored = try HistoryValue(decoding: value)
-            events.append(HistoryEvent(at: stored.at, userId: user, appId: try apps.appId(stored.app, txn),
+            events.append(HistoryEvent(at: stored.at, userId: user, appId: try names.appId(stored.app, txn),
                                        deviceId: stored.device, kind: stored.kind, activityId: stored.activityId,
                                        action: stored.action, reason: stored.reason,
                                        feedbackReason: stored.feedbackReason, tokenFingerprint: stored.fingerprint))
