@@ -13,8 +13,8 @@ struct ExportImportTests {
     }
 
     /// What `stats()` counts (not the bytes used, which copy-on-write moves).
-    private func counts(_ f: StoreFixture) throws -> [Int] {
-        let s = try f.store.stats()
+    private func counts(_ f: StoreFixture) async throws -> [Int] {
+        let s = try await f.store.stats()
         return [s.devices, s.pushTokens, s.pushToStartTokens, s.activityTokens, s.tombstones, s.historyEvents]
     }
 
@@ -46,15 +46,15 @@ struct ExportImportTests {
         _ = try await target.lmdb.importRecords(records)
 
         for user in ["alice", "bob"] {
-            #expect(try target.store.history(userId: user, limit: 100) == source.store.history(userId: user, limit: 100))
-            #expect(try target.store.devices(userId: user, appId: nil) == source.store.devices(userId: user, appId: nil))
+            #expect(try await target.store.history(userId: user, limit: 100) == source.store.history(userId: user, limit: 100))
+            #expect(try await target.store.devices(userId: user, appId: nil) == source.store.devices(userId: user, appId: nil))
         }
-        #expect(try target.store.history(userId: "alice", limit: 100).count == 6)
-        #expect(Set(try target.store.history(userId: "alice", limit: 100).map(\.appId)) == ["default", appA])
-        #expect(try target.store.device(userId: "alice", appId: appA, deviceId: "phone")?.pushToStartToken?.environment == .sandbox)
-        #expect(try target.store.activityTokens(activityId: "m", appId: appA, limit: 10, cursor: nil).tokens
+        #expect(try await target.store.history(userId: "alice", limit: 100).count == 6)
+        #expect(try await Set(target.store.history(userId: "alice", limit: 100).map(\.appId)) == ["default", appA])
+        #expect(try await target.store.device(userId: "alice", appId: appA, deviceId: "phone")?.pushToStartToken?.environment == .sandbox)
+        #expect(try await target.store.activityTokens(activityId: "m", appId: appA, limit: 10, cursor: nil).tokens
                 == source.store.activityTokens(activityId: "m", appId: appA, limit: 10, cursor: nil).tokens)
-        #expect(try target.store.allActivityTokens("m").map(\.environment) == [.sandbox])
+        #expect(try await target.store.allActivityTokens("m").map(\.environment) == [.sandbox])
         // Tombstones keep their app.
         #expect(await registryError { try await target.store.register("bob", app: appA, "old", sequence: 5) } == .staleWrite)
         #expect(try await target.store.register("bob", "old", sequence: 5).created)
@@ -67,31 +67,31 @@ struct ExportImportTests {
         let target = try makeStore(); defer { target.close() }
         _ = try await target.lmdb.importRecords(records)
         let once = try target.entries()
-        let statsOnce = try counts(target)
+        let statsOnce = try await counts(target)
         _ = try await target.lmdb.importRecords(records)
-        #expect(try counts(target) == statsOnce)
+        #expect(try await counts(target) == statsOnce)
         let twice = try target.entries()
         #expect(twice["history"] == once["history"], "no history event written twice")
         #expect(twice["expiry"] == once["expiry"])
         #expect(twice["devices"] == once["devices"] && twice["tombstones"] == once["tombstones"])
-        #expect(try target.store.history(userId: "alice", limit: 100) == source.store.history(userId: "alice", limit: 100))
+        #expect(try await target.store.history(userId: "alice", limit: 100) == source.store.history(userId: "alice", limit: 100))
         // Importing into the very store it came from changes nothing either.
-        let before = try counts(source)
+        let before = try await counts(source)
         _ = try await source.lmdb.importRecords(records)
-        #expect(try counts(source) == before)
+        #expect(try await counts(source) == before)
         #expect(try exported(source) == records)
     }
 
     @Test func anImportWritesNoHistoryOfItsOwn() async throws {
         let target = try makeStore(); defer { target.close() }
         try await target.store.register("alice", "phone", token: 1)
-        let record = try #require(try target.store.device(userId: "alice", deviceId: "phone"))
+        let record = try #require(try await target.store.device(userId: "alice", deviceId: "phone"))
         // A record that takes alice's token from her and replaces another.
         var other = record
         other.userId = "carol"
         _ = try await target.lmdb.importRecords([.device(other, activityTokens: [])])
-        #expect(try target.store.history(userId: "carol", limit: 100) == [])
-        #expect(try target.store.history(userId: "alice", limit: 100).count == 1)
+        #expect(try await target.store.history(userId: "carol", limit: 100) == [])
+        #expect(try await target.store.history(userId: "alice", limit: 100).count == 1)
     }
 
     @Test func identicalEventsOfOneMillisecondBothSurviveARoundTrip() async throws {
@@ -100,14 +100,14 @@ struct ExportImportTests {
         try await source.store.registerActivity("m", "alice", "phone", token: 1)
         try await source.store.removeActivityToken(activityId: "m", userId: "alice", deviceId: "phone")
         try await source.store.registerActivity("m", "alice", "phone", token: 1)
-        let history = try source.store.history(userId: "alice", limit: 100)
+        let history = try await source.store.history(userId: "alice", limit: 100)
         #expect(history.count == 3 && history[0] == history[2])
         let records = try exported(source)
         let target = try makeStore(); defer { target.close() }
         _ = try await target.lmdb.importRecords(records)
-        #expect(try target.store.history(userId: "alice", limit: 100) == history)
+        #expect(try await target.store.history(userId: "alice", limit: 100) == history)
         _ = try await target.lmdb.importRecords(records)
-        #expect(try target.store.history(userId: "alice", limit: 100) == history)
+        #expect(try await target.store.history(userId: "alice", limit: 100) == history)
         // Also when the twins land in two of the import's transactions (500 records each).
         let events = records.filter { if case .history = $0 { true } else { false } }
         #expect(events.count == 3)
@@ -116,6 +116,6 @@ struct ExportImportTests {
         }
         let split = try makeStore(); defer { split.close() }
         _ = try await split.lmdb.importRecords(filler + events)
-        #expect(try split.store.history(userId: "alice", limit: 100) == history)
+        #expect(try await split.store.history(userId: "alice", limit: 100) == history)
     }
 }

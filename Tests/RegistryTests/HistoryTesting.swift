@@ -57,8 +57,8 @@ struct EventShape: Hashable, CustomStringConvertible {
 
 extension RegistryStore {
     /// A user's whole history (newest first) as shapes without fingerprints.
-    func historyShapes(_ user: String, limit: Int = 100) throws -> [EventShape] {
-        try history(userId: user, limit: limit).map { EventShape($0) }
+    func historyShapes(_ user: String, limit: Int = 100) async throws -> [EventShape] {
+        try await history(userId: user, limit: limit).map { EventShape($0) }
     }
 
     /// A push-to-start registration with an APNs test token.

@@ -38,7 +38,7 @@ struct IndexConsistencyTests {
         _ = try await s.sweep(dryRun: false)
         #expect(try f.lmdb.check() == [])
         // Every record went; the history keeps why (the sweep's `expired` events among them).
-        let stats = try s.stats()
+        let stats = try await s.stats()
         #expect(stats == StoreStats(devices: 0, pushTokens: 0, pushToStartTokens: 0, activityTokens: 0, tombstones: 0,
                                     historyEvents: stats.historyEvents, mapSizeBytes: stats.mapSizeBytes,
                                     usedBytes: stats.usedBytes, lastSweepAt: f.clock.now()))
@@ -100,9 +100,9 @@ struct IndexConsistencyTests {
         try await Self.writeOnce(directory)
         let reopened = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: directory, tokenKeys: TestKeys.ring))
         defer { reopened.shutdown() }
-        #expect(try reopened.device(userId: "alice", deviceId: "d1") != nil)
+        #expect(try await reopened.device(userId: "alice", deviceId: "d1") != nil)
         try await reopened.register("alice", "d2")
-        #expect(try reopened.stats().devices == 2)
+        #expect(try await reopened.stats().devices == 2)
     }
 
     private static func writeOnce(_ directory: String) async throws {

@@ -28,12 +28,12 @@ struct IndexRepairTests {
         #expect(try f.lmdb.check() == [])
     }
 
-    private func pushToken(_ f: StoreFixture, _ user: String, _ device: String) throws -> String? {
-        try f.store.device(userId: user, deviceId: device)?.pushToken?.token
+    private func pushToken(_ f: StoreFixture, _ user: String, _ device: String) async throws -> String? {
+        try await f.store.device(userId: user, deviceId: device)?.pushToken?.token
     }
 
-    private func fanOut(_ f: StoreFixture, _ activity: String) throws -> [String] {
-        try f.store.allActivityTokens(activity).map { "\($0.userId)/\($0.deviceId)" }.sorted()
+    private func fanOut(_ f: StoreFixture, _ activity: String) async throws -> [String] {
+        try await f.store.allActivityTokens(activity).map { "\($0.userId)/\($0.deviceId)" }.sorted()
     }
 
     private func feedback(_ f: StoreFixture, _ n: Int) async throws -> Int {
@@ -66,9 +66,9 @@ struct IndexRepairTests {
         #expect(try await feedback(f, 1) == 1)
         #expect(try await feedback(f, 101) == 1)
         #expect(try await feedback(f, 202) == 1)
-        #expect(try pushToken(f, "alice", "d1") == nil)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToStartToken == nil)
-        #expect(try fanOut(f, "m2") == [])
+        #expect(try await pushToken(f, "alice", "d1") == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToStartToken == nil)
+        #expect(try await fanOut(f, "m2") == [])
         #expect(try f.lmdb.check() == [])
     }
 
@@ -76,8 +76,8 @@ struct IndexRepairTests {
     @Test func missingExpiryEntriesArePutBack() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
-        let deviceAt = try #require(try f.store.device(userId: "alice", deviceId: "d2")).lastSeenAt
-        let tokenAt = try #require(try f.store.allActivityTokens("m2").first).lastSeenAt
+        let deviceAt = try #require(try await f.store.device(userId: "alice", deviceId: "d2")).lastSeenAt
+        let tokenAt = try #require(try await f.store.allActivityTokens("m2").first).lastSeenAt
         let tombstoneAt = try f.lmdb.reading { try $0.tombstone(.v1("carol", "d1")) }!.deletedAt
         var deleted: [Bool] = []
         try f.corrupt { txn, s in
@@ -145,14 +145,14 @@ struct IndexRepairTests {
             try txn.put(value.encoded(), for: key, in: s.devices)
         }
         #expect(try f.lmdb.check() == ["device \"alice\"/\"d1\": activityCount 7 but 2 activity tokens"])
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 7)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 7)
 
         let report = try await f.lmdb.repairIndexes()
         #expect(report.activityCountsFixed == 1)
         #expect(report.fixes == 1)
         #expect(report.lines == ["set activityCount of device \"alice\"/\"d1\" to 2 (it said 7)"])
         #expect(try f.lmdb.check() == [])
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 2)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 2)
     }
 
     /// A missing device-activity entry hides the token from its device (a
@@ -177,8 +177,8 @@ struct IndexRepairTests {
         #expect(report.fixes == 2, "both counts were right all along")
         #expect(try f.lmdb.check() == [])
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
-        #expect(try fanOut(f, "m2") == [], "the sign-out found the token through its entry")
-        #expect(try fanOut(f, "m1") == ["bob/d1"])
+        #expect(try await fanOut(f, "m2") == [], "the sign-out found the token through its entry")
+        #expect(try await fanOut(f, "m1") == ["bob/d1"])
         #expect(try f.lmdb.check() == [])
     }
 
@@ -192,7 +192,7 @@ struct IndexRepairTests {
             "push token \"bob\"/\"d1\": no device", "activity token \"m1\"/\"bob\"/\"d1\": no device",
             "expiry entry device \"bob\"/\"d1\": no record",
         ])
-        #expect(try fanOut(f, "m1") == ["alice/d1", "bob/d1"])
+        #expect(try await fanOut(f, "m1") == ["alice/d1", "bob/d1"])
 
         let report = try await f.lmdb.repairIndexes(batchSize: 2)
         #expect(report.orphanTokensRemoved == 2)
@@ -201,7 +201,7 @@ struct IndexRepairTests {
         #expect(report.lines.contains("removed activity token \"m1\"/\"bob\"/\"d1\": its device is gone"))
         #expect(report.lines.contains("removed push token of \"bob\"/\"d1\": its device is gone"))
         #expect(try f.lmdb.check() == [])
-        #expect(try fanOut(f, "m1") == ["alice/d1"])
+        #expect(try await fanOut(f, "m1") == ["alice/d1"])
         #expect(try await feedback(f, 3) == 0)
         #expect(try await feedback(f, 203) == 0)
         #expect(try f.entries()["tokenOwners"]?.count == 5, "tokens 1, 2, 101, 201 and 202; 3's and 203's went")
@@ -232,10 +232,10 @@ struct IndexRepairTests {
             "repointed the owner entry for push token of \"alice\"/\"d1\": it named \"alice\"/\"d2\", which does not hold it"))
         #expect(try f.lmdb.check() == [])
         #expect(try await feedback(f, 1) == 1)
-        #expect(try pushToken(f, "alice", "d1") == nil)
-        #expect(try pushToken(f, "alice", "d2") == apnsToken(2))
+        #expect(try await pushToken(f, "alice", "d1") == nil)
+        #expect(try await pushToken(f, "alice", "d2") == apnsToken(2))
         #expect(try await feedback(f, 203) == 1)
-        #expect(try fanOut(f, "m1") == ["alice/d1"])
+        #expect(try await fanOut(f, "m1") == ["alice/d1"])
         #expect(try f.lmdb.check() == [])
     }
 
@@ -269,15 +269,15 @@ struct IndexRepairTests {
         #expect(report.lines.contains("push token held by both \"alice\"/\"d2\" and \"alice\"/\"d1\": "
                                       + "kept on \"alice\"/\"d2\" (updated later), removed from \"alice\"/\"d1\""))
         #expect(try f.lmdb.check() == [])
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") != nil)
-        #expect(try pushToken(f, "alice", "d1") == nil)
-        #expect(try pushToken(f, "alice", "d2") == apnsToken(1))
-        #expect(try fanOut(f, "m1") == ["alice/d1"])
-        #expect(try f.store.device(userId: "bob", deviceId: "d1")?.activityCount == 0)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") != nil)
+        #expect(try await pushToken(f, "alice", "d1") == nil)
+        #expect(try await pushToken(f, "alice", "d2") == apnsToken(1))
+        #expect(try await fanOut(f, "m1") == ["alice/d1"])
+        #expect(try await f.store.device(userId: "bob", deviceId: "d1")?.activityCount == 0)
         #expect(try await feedback(f, 1) == 1)
-        #expect(try pushToken(f, "alice", "d2") == nil)
+        #expect(try await pushToken(f, "alice", "d2") == nil)
         #expect(try await feedback(f, 203) == 1)
-        #expect(try fanOut(f, "m5") == [])
+        #expect(try await fanOut(f, "m5") == [])
         #expect(try f.lmdb.check() == [])
     }
 
@@ -292,8 +292,8 @@ struct IndexRepairTests {
         }
         let report = try await f.lmdb.repairIndexes()
         #expect(report.duplicateTokensRemoved == 1)
-        #expect(try pushToken(f, "alice", "d1") == apnsToken(1))
-        #expect(try pushToken(f, "alice", "d2") == nil)
+        #expect(try await pushToken(f, "alice", "d1") == apnsToken(1))
+        #expect(try await pushToken(f, "alice", "d2") == nil)
         #expect(try f.lmdb.check() == [])
     }
 
@@ -404,9 +404,9 @@ struct IndexRepairTests {
         #expect(report.ownerEntriesAdded == 20)
         #expect(report.fixes == 20, "\(report.lines)")
         #expect(try f.lmdb.check() == [])
-        let live = Set(try store.allActivityTokens("live").map { "\($0.userId)/\($0.deviceId)/\($0.token)" })
+        let live = Set(try await store.allActivityTokens("live").map { "\($0.userId)/\($0.deviceId)/\($0.token)" })
         for (user, device, token, activityToken) in acknowledged {
-            #expect(try store.device(userId: user, deviceId: device)?.pushToken?.token == apnsToken(token))
+            #expect(try await store.device(userId: user, deviceId: device)?.pushToken?.token == apnsToken(token))
             if let activityToken { #expect(live.contains("\(user)/\(device)/\(apnsToken(activityToken))")) }
         }
         for i in 100..<120 {   // the repaired owner entries work

@@ -39,18 +39,18 @@ struct MigrationTests {
         try writeSchemaTwo(f.configuration.directory, schema: schema)
         try f.reopen()
 
-        #expect(try f.store.stats().devices == 41)
-        #expect(try f.store.stats().tombstones == 1)
+        #expect(try await f.store.stats().devices == 41)
+        #expect(try await f.store.stats().tombstones == 1)
         for i in 0..<40 {
-            let d = try f.store.device(userId: "u\(i % 20)", deviceId: "d\(i / 20)")
+            let d = try await f.store.device(userId: "u\(i % 20)", deviceId: "d\(i / 20)")
             #expect(d?.pushToken?.token == apnsToken(i))
             #expect(d?.appId == "default")
         }
-        let alice = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        let alice = try #require(try await f.store.device(userId: "alice", deviceId: "d1"))
         #expect(alice.pushToStartToken?.token == apnsToken(1_001))
         #expect(alice.activityCount == 3)
         #expect(alice.lastSeenAt == Timestamp(milliseconds: 1_767_225_700_000))
-        #expect(try f.store.activityTokens(activityId: "match-2", limit: 10, cursor: nil).tokens.map(\.token) == [apnsToken(2_002)])
+        #expect(try await f.store.activityTokens(activityId: "match-2", limit: 10, cursor: nil).tokens.map(\.token) == [apnsToken(2_002)])
         // The owner index was rebuilt under the new keys: feedback finds tokens by value.
         #expect(try await f.store.removeToken(apnsToken(5), reason: .unregistered, registeredBefore: nil) == 1)
         #expect(try await f.store.removeToken(apnsToken(2_001), reason: .unregistered, registeredBefore: nil) == 1)
@@ -77,7 +77,7 @@ struct MigrationTests {
         let before = try Array(Data(contentsOf: URL(fileURLWithPath: file)))
         #expect(contains(before, Array(apnsToken(1_000).utf8)), "the schema 2 file holds the token in plaintext")
         try f.reopen()
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1_000))
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1_000))
         let copy = f.directory + "/copy"
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         try f.lmdb.backup(toDirectory: copy)
@@ -104,8 +104,8 @@ struct MigrationTests {
         try partial.run()
         environment.close()
         try f.reopen()
-        #expect(try f.store.stats().devices == 41)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
+        #expect(try await f.store.stats().devices == 41)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
         #expect(try f.lmdb.check().isEmpty)
     }
 

@@ -26,8 +26,8 @@ struct ReviewFindingsTests {
         _ = try await f.store.registerDevice(DeviceRegistration(userId: "bob", deviceId: "pixel", pushToken: .set(fcm),
                                                                 platform: .fcm))
         #expect(try await f.store.removeToken(fcm, reason: .unregistered, registeredBefore: nil) == 1)
-        #expect(try f.store.device(userId: "alice", deviceId: "iphone")?.pushToken?.token == apns)
-        #expect(try f.store.device(userId: "bob", deviceId: "pixel")?.pushToken == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "iphone")?.pushToken?.token == apns)
+        #expect(try await f.store.device(userId: "bob", deviceId: "pixel")?.pushToken == nil)
     }
 
     @Test func feedbackStillMatchesAPNsTokensCaseInsensitively() async throws {
@@ -67,7 +67,7 @@ struct ReviewFindingsTests {
             Issue.record("expected unavailable, got \(String(describing: later))")
             return
         }
-        #expect(try f.store.devices(userId: "alice").isEmpty)
+        #expect(try await f.store.devices(userId: "alice").isEmpty)
     }
 
     /// SIGTERM must not wait for a whole sweep: stopping the sweeper ends
@@ -89,14 +89,14 @@ struct ReviewFindingsTests {
         let sweeps = Recorder<Result<SweepCounts, any Error>>()
         let sweeper = Sweeper(store: f.store, interval: .milliseconds(1)) { result, _ in sweeps.record(result) }
         sweeper.start()
-        while try f.store.stats().devices == 3_000 { try await Task.sleep(for: .milliseconds(1)) }
+        while try await f.store.stats().devices == 3_000 { try await Task.sleep(for: .milliseconds(1)) }
         let waited = await offThePool {
             let stopping = ContinuousClock.now
             sweeper.stop()
             return ContinuousClock.now - stopping
         }
         #expect(waited < .seconds(1))
-        #expect(try f.store.stats().devices > 0, "the sweep ran to the end instead of stopping")
+        #expect(try await f.store.stats().devices > 0, "the sweep ran to the end instead of stopping")
         #expect(sweeps.all.count == 1)
     }
 

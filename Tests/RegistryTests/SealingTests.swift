@@ -77,26 +77,26 @@ struct SealingTests {
         // And the backup opens with the key file, tokens and all.
         let restored = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: copy, tokenKeys: TestKeys.ring))
         defer { restored.shutdown() }
-        #expect(try restored.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+        #expect(try await restored.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
     }
 
     @Test func theRulesWorkOnSealedTokens() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
-        let d1 = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        let d1 = try #require(try await f.store.device(userId: "alice", deviceId: "d1"))
         #expect(d1.pushToken?.token == Self.pushHex && d1.pushToStartToken?.token == Self.pushToStartHex)
-        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+        #expect(try await f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
         // The one-owner rule finds the holder through the keyed index.
         _ = try await f.store.registerDevice(DeviceRegistration(userId: "dave", deviceId: "d9", pushToken: .set(Self.pushHex)))
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") == nil)
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "m", userId: "dave", deviceId: "d9", token: Self.activityHex.uppercased()))
-        #expect(try f.store.allActivityTokens("m").map { "\($0.userId) \($0.token)" } == ["dave \(Self.activityHex)"])
+        #expect(try await f.store.allActivityTokens("m").map { "\($0.userId) \($0.token)" } == ["dave \(Self.activityHex)"])
         // Feedback finds it too, in any case, and after a reopen.
         try f.reopen()
         #expect(try await f.store.removeToken(Self.pushHex.uppercased(), reason: .unregistered, registeredBefore: nil) == 1)
         #expect(try await f.store.removeToken(Self.fcmToken, reason: .unregistered, registeredBefore: nil) == 1)
         #expect(try await f.store.removeToken(Self.activityHex, reason: .unregistered, registeredBefore: nil) == 1)
-        let stats = try f.store.stats()
+        let stats = try await f.store.stats()
         #expect(stats.pushTokens == 0 && stats.activityTokens == 0)
         #expect(try f.lmdb.check() == [])
     }
@@ -109,7 +109,7 @@ struct SealingTests {
         #expect(Self.openError(configuration) == .wrongTokenKeys)
         // The refused open changed nothing: the right keys still open every token.
         try f.reopen()
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
     }
 
     @Test func theIndexKeyAloneIsNotEnough() async throws {
@@ -129,7 +129,7 @@ struct SealingTests {
             currentKeyID: TestKeys.ring.currentKeyID)
         #expect(Self.openError(configuration) == .wrongTokenKeys)
         try f.reopen()
-        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+        #expect(try await f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
     }
 
     @Test func anEmptyRegistryOpensWithAnyRing() async throws {
@@ -138,7 +138,7 @@ struct SealingTests {
             let f = try makeStore { $0.tokenKeys = ring }; defer { f.close() }
             try await f.store.register("alice", "d1", token: 1)
             try f.reopen()
-            #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1))
+            #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1))
             #expect(try await f.store.removeToken(apnsToken(1), reason: .unregistered, registeredBefore: nil) == 1)
         }
     }
@@ -157,7 +157,7 @@ struct SealingTests {
                 "\(problems)")
         #expect(!problems.contains { $0.contains(Self.pushToStartHex) }, "a report never shows a token")
         // The other tokens still open.
-        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+        #expect(try await f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
     }
 
     @Test func checkReportsAnActivityValueSealedForAnotherSlot() async throws {
@@ -208,7 +208,7 @@ struct SealingTests {
         }
         legacy.close()
         try f.reopen()
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
         f.lmdb.shutdown()
         let leaks = try Self.leaks(in: f.configuration.directory + "/data.mdb",
                                    of: [Self.pushHex, Self.pushToStartHex, Self.activityHex])

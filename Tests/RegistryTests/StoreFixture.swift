@@ -111,16 +111,16 @@ extension RegistryStore {
     }
 
     /// The deviceIds of a user's devices, in list order.
-    func deviceIds(_ user: String) throws -> [String] {
-        try devices(userId: user).map(\.deviceId)
+    func deviceIds(_ user: String) async throws -> [String] {
+        try await devices(userId: user).map(\.deviceId)
     }
 
     /// Every token of an activity, walking all pages.
-    func allActivityTokens(_ activity: String, pageSize: Int = 1_000) throws -> [ActivityToken] {
+    func allActivityTokens(_ activity: String, pageSize: Int = 1_000) async throws -> [ActivityToken] {
         var all: [ActivityToken] = []
         var cursor: String?
         repeat {
-            let page = try activityTokens(activityId: activity, limit: pageSize, cursor: cursor)
+            let page = try await activityTokens(activityId: activity, limit: pageSize, cursor: cursor)
             all += page.tokens
             cursor = page.nextCursor
         } while cursor != nil
