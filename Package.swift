@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "Codecs"),
         .target(name: "Lifecycle"),
-        .target(name: "Registry", dependencies: ["LMDB", "Codecs", "Lifecycle", "TokenSealing"]),
+        .target(name: "Registry", dependencies: ["LMDB", "Postgres", "Codecs", "Lifecycle", "TokenSealing"]),
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
