@@ -13,7 +13,7 @@ import Synchronization
 /// The copy is LMDB's compacting copy of one read snapshot. Its manifest
 /// (`backup.json`) holds counts read back from the copy itself, not from the
 /// live store, which may have moved on while copying.
-enum BackupCommand: OperatorCommand {
+enum BackupCommand: Subcommand {
     static let help = CommandHelp(
         name: "backup", synopsis: "--to DIR [--with-secrets] [--data-dir DIR]", tagline: "write a restorable hot copy",
         summary: """
@@ -37,11 +37,15 @@ enum BackupCommand: OperatorCommand {
             backup written to /backups/registry-2026-12-03: 100000 devices, 0 tombstones, 122.4 MiB (secrets not copied)
             """)
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+    /// Opens the store itself (not through `OperatorCommand`): it needs the LMDB store's copy.
+    static func run(_ arguments: Arguments) throws -> Int32 {
+        let settings = try Settings(arguments)
         guard let (path, source) = arguments.value("to") else {
             throw Arguments.Failure(description: "--to is required")
         }
         guard !path.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
+        let store = try settings.openStore(.existing)
+        defer { store.shutdown() }
         let target = DataDirectory(path: path)
         try requireAbsentOrEmpty(target.path, source: source)
         try makePrivateDirectory(target.path)

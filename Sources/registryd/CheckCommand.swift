@@ -33,13 +33,15 @@ enum CheckCommand: OperatorCommand {
             """)
 
     static let fixLines = 100
+    /// Problems listed at most.
+    static let problemLines = 100
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+    static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
         let repairing = arguments.isSet("repair")
-        if repairing {
+        if repairing, let lmdb = store as? LMDBRegistryStore {
             let progress = ProgressLine("repair", unit: .entries, total: nil)
             let report = try Blocking.result {
-                try await store.repairIndexes(lineLimit: fixLines, progress: { done in progress.update(done) })
+                try await lmdb.repairIndexes(lineLimit: fixLines, progress: { done in progress.update(done) })
             }.get()
             progress.finish()
             for line in report.lines { print(line) }
@@ -47,7 +49,9 @@ enum CheckCommand: OperatorCommand {
             print(report.summary)
         }
         let progress = ProgressLine("check", unit: .entries, total: nil)
-        let problems = try store.check(progress: { done in progress.update(done) })
+        let problems = try Blocking.result {
+            try await store.check(limit: problemLines, progress: { done in progress.update(done) })
+        }.get()
         progress.finish()
         for problem in problems { print(problem) }
         if problems.isEmpty {

@@ -20,17 +20,20 @@ enum ExportCommand: OperatorCommand {
             exported 100000 records
             """)
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
-        let stats = try store.stats()
+    static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+        let stats = try Blocking.result { try await store.stats() }.get()
         let progress = ProgressLine("export", unit: .records, total: stats.devices + stats.tombstones)
-        var count = 0
-        try store.export { record in
-            var line = ExportFormat.encode(record)
-            line.append(0x0A)
-            FileHandle.standardOutput.write(Data(line))
-            count += 1
-            progress.update(count)
-        }
+        let count = try Blocking.result {
+            var count = 0
+            try await store.export { record in
+                var line = ExportFormat.encode(record)
+                line.append(0x0A)
+                FileHandle.standardOutput.write(Data(line))
+                count += 1
+                progress.update(count)
+            }
+            return count
+        }.get()
         progress.finish()
         FileHandle.standardError.write(Data("exported \(count) records\n".utf8))
         return 0

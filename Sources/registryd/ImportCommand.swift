@@ -39,7 +39,7 @@ enum ImportCommand: OperatorCommand {
     /// Records per group commit.
     static let batchSize = 500
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+    static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
         var fd = STDIN_FILENO
         var total: Int?
         if let (path, source) = arguments.value("from") {

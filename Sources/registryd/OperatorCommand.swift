@@ -8,7 +8,7 @@ protocol OperatorCommand: Subcommand {
     /// `.existing` for every command but `import`, which may start a registry.
     static var opening: Settings.StoreOpening { get }
     /// The command's work on the open store; returns the exit status.
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32
+    static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32
 }
 
 extension OperatorCommand {

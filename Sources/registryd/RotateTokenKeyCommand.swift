@@ -44,7 +44,7 @@ enum RotateTokenKeyCommand: Subcommand {
     static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         let path = settings.tokenKeyFile ?? settings.layout.tokenKeys
-        guard FileManager.default.fileExists(atPath: settings.store.directory) else {
+        guard FileManager.default.fileExists(atPath: settings.layout.lmdb) else {
             throw Arguments.Failure(description: "--data-dir: no registry at '\(settings.dataDirectory)'")
         }
         let old: TokenKeyRing

@@ -22,8 +22,8 @@ enum StatsCommand: OperatorCommand {
             lastSweepAt        2026-12-03T09:00:00.000Z
             """)
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
-        let stats = try store.stats()
+    static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+        let stats = try Blocking.result { try await store.stats() }.get()
         if arguments.isSet("json") {
             print(String(decoding: JSONWriter.encode(StatsDocument.stats(stats)), as: UTF8.self))
         } else {

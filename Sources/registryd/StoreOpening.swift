@@ -22,13 +22,13 @@ extension Settings {
     /// `lmdbDirectory` opens another environment (a backup's) with the same settings and keys.
     func openStore(_ opening: StoreOpening, lmdbDirectory: String? = nil, metrics: RegistryMetrics? = nil,
                    onSweepStep: (@Sendable (SweepBatchReport) -> Void)? = nil) throws -> LMDBRegistryStore {
-        var configuration = store
-        if let lmdbDirectory { configuration.directory = lmdbDirectory }
-        if opening == .existing, !FileManager.default.fileExists(atPath: configuration.directory) {
+        let directory = lmdbDirectory ?? layout.lmdb
+        if opening == .existing, !FileManager.default.fileExists(atPath: directory) {
             throw Arguments.Failure(description: "--data-dir: no registry at '\(dataDirectory)'")
         }
         let keys = try tokenKeys()
-        configuration.tokenKeys = keys.ring
+        var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: keys.ring)
+        rules.apply(to: &configuration)
         let keyPath = keys.path
         configuration.reloadTokenKeys = { try TokenKeyFile.load(path: keyPath) }
         if let metrics { configuration.onCommit = { report in metrics.recordCommit(report) } }
