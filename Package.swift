@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
-        .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB", "Codecs", "TokenSealing"]),
+        .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB", "Postgres", "Codecs", "TokenSealing"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs"]),
         .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs"]),

@@ -146,7 +146,7 @@ struct AppFamilyTests {
         try await f.store.registerActivity("m", "bob", "tablet", token: 3)
         #expect(try await f.store.allActivityTokens("m").map { "\($0.userId) \($0.appId)" } == ["bob default"])
         #expect(try await f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.activityCount == 0)
-        #expect(try f.indexProblems() == [])
+        #expect(try await f.check() == [])
     }
 
     @Test func theActivityFanOutCarriesAndFiltersByApp() async throws {

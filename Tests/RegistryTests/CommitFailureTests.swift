@@ -6,7 +6,7 @@ import Testing
 /// A failed commit is never acknowledged: a map at its configured maximum
 /// is retryable (nothing touched the disk), any disk error stops all
 /// writing for good.
-struct CommitFailureTests {
+@Suite(.lmdbOnly) struct CommitFailureTests {
     @Test func aFullMapIsStorageFull() {
         #expect(GroupCommitWriter.classify(LMDBError.mapFull) == .storageFull)
     }
@@ -22,7 +22,7 @@ struct CommitFailureTests {
         }
     }
 
-    @Test func aBatchThatCannotCommitFailsEveryLaterWriteAndMarksTheStoreUnhealthy() async throws {
+    @Test(.lmdbOnly) func aBatchThatCannotCommitFailsEveryLaterWriteAndMarksTheStoreUnhealthy() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1")
         #expect(f.lmdb.isHealthy)

@@ -6,9 +6,9 @@ import Testing
 struct ExportImportTests {
     private let appA = "com.example.a"
 
-    private func exported(_ f: StoreFixture) throws -> [ExportedRecord] {
+    private func exported(_ f: StoreFixture) async throws -> [ExportedRecord] {
         var records: [ExportedRecord] = []
-        try f.lmdb.export { records.append($0) }
+        try await f.maintenance.export { records.append($0) }
         return records
     }
 
@@ -38,12 +38,12 @@ struct ExportImportTests {
 
     @Test func historyAndAppsSurviveARoundTrip() async throws {
         let source = try await makeSource(); defer { source.close() }
-        let records = try exported(source)
+        let records = try await exported(source)
         #expect(records.contains { if case .history = $0 { true } else { false } })
         let target = try makeStore(); defer { target.close() }
         // The target already knows another app, so the app codes differ from the source's.
         try await target.store.register("zed", app: "com.example.z", "d", token: 99)
-        _ = try await target.lmdb.importRecords(records)
+        _ = try await target.maintenance.importRecords(records)
 
         for user in ["alice", "bob"] {
             #expect(try await target.store.history(userId: user, limit: 100) == source.store.history(userId: user, limit: 100))
@@ -58,17 +58,17 @@ struct ExportImportTests {
         // Tombstones keep their app.
         #expect(await registryError { try await target.store.register("bob", app: appA, "old", sequence: 5) } == .staleWrite)
         #expect(try await target.store.register("bob", "old", sequence: 5).created)
-        #expect(try target.lmdb.check() == [])
+        #expect(try await target.check() == [])
     }
 
-    @Test func importingTwiceChangesNothing() async throws {
+    @Test(.lmdbOnly) func importingTwiceChangesNothing() async throws {
         let source = try await makeSource(); defer { source.close() }
-        let records = try exported(source)
+        let records = try await exported(source)
         let target = try makeStore(); defer { target.close() }
-        _ = try await target.lmdb.importRecords(records)
+        _ = try await target.maintenance.importRecords(records)
         let once = try target.entries()
         let statsOnce = try await counts(target)
-        _ = try await target.lmdb.importRecords(records)
+        _ = try await target.maintenance.importRecords(records)
         #expect(try await counts(target) == statsOnce)
         let twice = try target.entries()
         #expect(twice["history"] == once["history"], "no history event written twice")
@@ -77,9 +77,9 @@ struct ExportImportTests {
         #expect(try await target.store.history(userId: "alice", limit: 100) == source.store.history(userId: "alice", limit: 100))
         // Importing into the very store it came from changes nothing either.
         let before = try await counts(source)
-        _ = try await source.lmdb.importRecords(records)
+        _ = try await source.maintenance.importRecords(records)
         #expect(try await counts(source) == before)
-        #expect(try exported(source) == records)
+        #expect(try await exported(source) == records)
     }
 
     @Test func anImportWritesNoHistoryOfItsOwn() async throws {
@@ -89,7 +89,7 @@ struct ExportImportTests {
         // A record that takes alice's token from her and replaces another.
         var other = record
         other.userId = "carol"
-        _ = try await target.lmdb.importRecords([.device(other, activityTokens: [])])
+        _ = try await target.maintenance.importRecords([.device(other, activityTokens: [])])
         #expect(try await target.store.history(userId: "carol", limit: 100) == [])
         #expect(try await target.store.history(userId: "alice", limit: 100).count == 1)
     }
@@ -102,11 +102,11 @@ struct ExportImportTests {
         try await source.store.registerActivity("m", "alice", "phone", token: 1)
         let history = try await source.store.history(userId: "alice", limit: 100)
         #expect(history.count == 3 && history[0] == history[2])
-        let records = try exported(source)
+        let records = try await exported(source)
         let target = try makeStore(); defer { target.close() }
-        _ = try await target.lmdb.importRecords(records)
+        _ = try await target.maintenance.importRecords(records)
         #expect(try await target.store.history(userId: "alice", limit: 100) == history)
-        _ = try await target.lmdb.importRecords(records)
+        _ = try await target.maintenance.importRecords(records)
         #expect(try await target.store.history(userId: "alice", limit: 100) == history)
         // Also when the twins land in two of the import's transactions (500 records each).
         let events = records.filter { if case .history = $0 { true } else { false } }
@@ -115,7 +115,7 @@ struct ExportImportTests {
             ExportedRecord.tombstone(Tombstone(userId: "filler", deviceId: "d\(i)", sequence: 1, deletedAt: target.clock.now()))
         }
         let split = try makeStore(); defer { split.close() }
-        _ = try await split.lmdb.importRecords(filler + events)
+        _ = try await split.maintenance.importRecords(filler + events)
         #expect(try await split.store.history(userId: "alice", limit: 100) == history)
     }
 }

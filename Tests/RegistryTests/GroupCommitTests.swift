@@ -41,7 +41,7 @@ struct GroupCommitTests {
         func release() { released.signal() }
     }
 
-    @Test func aStaleCommandFailsAloneAndItsBatchStillCommits() async throws {
+    @Test(.lmdbOnly) func aStaleCommandFailsAloneAndItsBatchStillCommits() async throws {
         let gate = WriterGate()
         let f = try makeStore { $0.onCommit = { gate.onCommit($0) } }
         defer { f.close() }

@@ -87,10 +87,3 @@ extension RegistryStore {
                                                     sequence: sequence, appId: app))
     }
 }
-
-extension StoreFixture {
-    /// The backend's own consistency check, the one call of the behaviour
-    /// suites beyond `store`: a second backend's fixture supplies its own
-    /// (or `[]`).
-    func indexProblems() throws -> [String] { try lmdb.check() }
-}

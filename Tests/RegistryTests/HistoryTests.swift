@@ -283,7 +283,7 @@ struct HistoryTests {
         #expect(try await f.store.history(userId: "alice", limit: 1_000).count == 100)
         #expect(try await f.store.history(userId: "bob", limit: 100).count == 1, "another user's history is not trimmed")
         #expect(try await f.store.stats().historyEvents == 101)
-        #expect(try f.indexProblems() == [], "the dropped events' expiry entries went with them")
+        #expect(try await f.check() == [], "the dropped events' expiry entries went with them")
     }
 
     @Test func concurrentChangesOfOneUserKeepTheBoundAndTheOrder() async throws {
@@ -303,7 +303,7 @@ struct HistoryTests {
         #expect(events.count == 100)
         #expect(try await f.store.stats().historyEvents == 100)
         #expect(zip(events, events.dropFirst()).allSatisfy { !($0.at < $1.at) }, "newest first")
-        #expect(try f.indexProblems() == [])
+        #expect(try await f.check() == [])
     }
 
     @Test func eventsOlderThanTheDeviceTTLAreSwept() async throws {
@@ -319,7 +319,7 @@ struct HistoryTests {
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts())
         #expect(try await f.store.historyShapes("alice") == [EventShape("d2", .push, .registered)])
         #expect(try await f.store.stats().historyEvents == 1)
-        #expect(try f.indexProblems() == [])
+        #expect(try await f.check() == [])
     }
 
     @Test func theFingerprintIsTheStartOfSHA256OfTheTokenAsTheSenderViewCarriesIt() async throws {

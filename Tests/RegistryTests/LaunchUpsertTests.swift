@@ -121,7 +121,9 @@ struct LaunchUpsertTests {
     @Test func identifiersOfAnyBytesAndMaximumLengthWork() async throws {
         let f = try makeStore(); defer { f.close() }
         let long = String(repeating: "é", count: 64)
-        let odd = "a\u{0}\u{1}b"
+        // PostgreSQL text cannot hold NUL (the HTTP layer refuses control
+        // characters anyway); there, quotes and braces test the array literal.
+        let odd = TestBackend.isLMDB ? "a\u{0}\u{1}b" : "a\"\\{b},"
         try await f.store.register(long, long, token: 1)
         try await f.store.register(odd, "d", token: 2)
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(

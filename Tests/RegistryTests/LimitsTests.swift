@@ -26,7 +26,7 @@ struct LimitsTests {
         }
         #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
         #expect(try await f.store.stats().activityTokens == 3)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func theActivityCapHoldsUnderAFloodFromOneUser() async throws {
@@ -36,7 +36,7 @@ struct LimitsTests {
         #expect(try await f.store.stats().activityTokens == 32)
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
         #expect(try await f.store.stats().activityTokens == 0)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func activityCountStaysRightThroughEveryChange() async throws {
@@ -54,7 +54,7 @@ struct LimitsTests {
         #expect(try await f.store.device(userId: "alice", deviceId: "d2")?.activityCount == 1)
         try await f.store.register("alice", "d1", token: 1)
         #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 1)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func tombstonesPerUserAreCappedByDroppingTheOldest() async throws {
@@ -68,7 +68,7 @@ struct LimitsTests {
         #expect(try await f.store.register("alice", "ghost-2", sequence: 1).created)
         #expect(await registryError { try await f.store.register("alice", "ghost-3", sequence: 1) } == .staleWrite)
         #expect(await registryError { try await f.store.register("bob", "ghost-0", sequence: 1) } == .staleWrite)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func aRepeatedSignOutRefreshesItsTombstoneWithoutCountingTwice() async throws {
@@ -93,7 +93,7 @@ struct LimitsTests {
         #expect(devices.count == 1)
         #expect(Array(devices.first?.deviceId.utf8 ?? "".utf8) == Array("\u{212A}-1".utf8))
         #expect(try await f.store.stats().pushTokens == 1)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func canonicallyEquivalentUsersAreTwoUsersInALookup() async throws {
@@ -115,7 +115,7 @@ struct LimitsTests {
         try await registerActivity(f.store, "\u{212A}-1", token: 1)
         #expect(try await f.store.allActivityTokens("K-1").isEmpty)
         #expect(try await f.store.allActivityTokens("\u{212A}-1").count == 1)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func versionsAreBoundedInUTF8BytesNotCharacters() {

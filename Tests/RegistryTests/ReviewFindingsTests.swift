@@ -39,7 +39,7 @@ struct ReviewFindingsTests {
 
     /// A failed batch must end writing for good: commands that were queued
     /// behind it, and any submitted later, fail `unavailable` and never commit.
-    @Test func commandsQueuedBehindAFailedCommitNeverCommit() async throws {
+    @Test(.lmdbOnly) func commandsQueuedBehindAFailedCommitNeverCommit() async throws {
         let f = try makeStore(); defer { f.close() }
         let writer = f.lmdb.writer
         let entered = DispatchSemaphore(value: 0)
@@ -84,7 +84,7 @@ struct ReviewFindingsTests {
                 appVersion: nil, pushToken: nil, pushToStartToken: nil, activityCount: 0,
                 createdAt: f.clock.now(), lastSeenAt: f.clock.now(), sequence: nil), activityTokens: [])
         }
-        _ = try await f.lmdb.importRecords(records)
+        _ = try await f.maintenance.importRecords(records)
         f.clock.advance(seconds: 120)
         let sweeps = Recorder<Result<SweepCounts, any Error>>()
         let sweeper = Sweeper(store: f.store, interval: .milliseconds(1)) { result, _ in sweeps.record(result) }
@@ -102,7 +102,7 @@ struct ReviewFindingsTests {
 
     /// A dry run reads in bounded transactions, like the real sweep, and
     /// counts the same across batch boundaries.
-    @Test func aDryRunCountsTheSameWithTinyBatches() async throws {
+    @Test(.lmdbOnly) func aDryRunCountsTheSameWithTinyBatches() async throws {
         let batches = Recorder<SweepBatchReport>()
         let f = try makeStore { c in
             c.deviceTTL = .seconds(60)
@@ -124,7 +124,7 @@ struct ReviewFindingsTests {
     }
 
     /// A backup holds every token: owner-only, whatever the umask.
-    @Test func aBackupIsOwnerOnlyWhateverTheUmask() async throws {
+    @Test(.lmdbOnly) func aBackupIsOwnerOnlyWhateverTheUmask() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
         let target = f.directory + "/backup"

@@ -70,7 +70,7 @@ struct SweepTests {
         f.clock.advance(seconds: 8 * Self.hour)
         let before = try await f.store.stats()
         let dry = try await f.store.sweep(dryRun: true)
-        #expect(try await f.store.stats() == before)
+        #expect(try await Self.counts(f.store.stats()) == Self.counts(before))
         #expect(dry == SweepCounts(devices: 3, activityTokens: 4, tombstones: 1))
         #expect(try await f.store.sweep(dryRun: false) == dry)
     }
@@ -89,7 +89,7 @@ struct SweepTests {
         #expect(try await f.store.deviceIds("alice") == ["refreshed"])
     }
 
-    @Test func sweepsManyExpiredRecordsInBoundedBatches() async throws {
+    @Test(.lmdbOnly) func sweepsManyExpiredRecordsInBoundedBatches() async throws {
         let (counts, commits) = try await sweepExpired(devices: 50) { $0.sweepBatchSize = 3 }
         #expect(counts == SweepCounts(devices: 50))
         #expect(commits >= 50 / 3, "each step of 3 is its own commit")
@@ -98,7 +98,7 @@ struct SweepTests {
     /// Review of a 1,000,000-device sweep: a step of 1,000 device deletions held the one writer for
     /// 153 ms, so upserts queued behind it waited that long (p99 2.4 s). A step now stops when its
     /// time budget is spent (after at least one entry, so a sweep always progresses).
-    @Test func aStepStopsAtItsTimeBudgetAndTheSweepStillFinishes() async throws {
+    @Test(.lmdbOnly) func aStepStopsAtItsTimeBudgetAndTheSweepStillFinishes() async throws {
         let (counts, commits) = try await sweepExpired(devices: 20) { c in
             c.sweepBatchSize = 1_000
             c.sweepStepBudget = .zero
@@ -160,5 +160,11 @@ struct SweepTests {
         let stopStarted = ContinuousClock.now
         await offThePool { idle.stop() }
         #expect(ContinuousClock.now - stopStarted < .seconds(1))
+    }
+
+    /// What `stats()` counts, without the bytes used (which a database may
+    /// change on its own, e.g. PostgreSQL's autovacuum).
+    private static func counts(_ s: StoreStats) -> [Int] {
+        [s.devices, s.pushTokens, s.pushToStartTokens, s.activityTokens, s.tombstones, s.historyEvents]
     }
 }

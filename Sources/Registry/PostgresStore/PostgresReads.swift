@@ -12,7 +12,9 @@ struct PostgresReads: RegistryReads {
     /// A device per row with its device-level tokens and activity count,
     /// for the devices matching `condition` (on `d`), ordered as the
     /// contract lists a user's devices.
-    private func records(where condition: String, _ parameters: [PostgresValue?]) throws -> [DeviceRecord] {
+    /// `keyOrder` orders by (user, app, device) instead (export pages), with `limit` rows at most.
+    func records(where condition: String, _ parameters: [PostgresValue?], keyOrder: Bool = false,
+                 limit: Int? = nil) throws -> [DeviceRecord] {
         let r = try connection.query("""
             SELECT d.user_id, d.app_id, d.device_id, \(PostgresRows.deviceColumns(of: "d")),
                 p.sealed, p.environment, p.updated_at, s.sealed, s.environment, s.updated_at,
@@ -24,7 +26,8 @@ struct PostgresReads: RegistryReads {
             LEFT JOIN registry_tokens s ON s.user_id = d.user_id AND s.app_id = d.app_id AND s.device_id = d.device_id
                 AND s.kind = 2 AND s.activity_id = ''
             WHERE \(condition)
-            ORDER BY d.user_id, d.last_seen_at DESC, d.app_id, d.device_id
+            ORDER BY \(keyOrder ? "d.user_id, d.app_id, d.device_id" : "d.user_id, d.last_seen_at DESC, d.app_id, d.device_id")
+            \(limit.map { "LIMIT \($0)" } ?? "")
             """, parameters)
         var records: [DeviceRecord] = []
         records.reserveCapacity(r.rowCount)

@@ -1,5 +1,6 @@
 import Lifecycle
 import Postgres
+import Synchronization
 import TokenSealing
 
 /// The registry on PostgreSQL: the same contract as `LMDBRegistryStore`
@@ -53,6 +54,8 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     let apps: PostgresAppCatalog
     let sealingKeys: SealingKeys
     let cursorSecret: [UInt8]
+    /// How this node learns that a rotation elsewhere announced a new sealing key.
+    let keyAnnouncement = KeyAnnouncement()
     /// The advisory lock a sweep holds: one sweep at a time across nodes.
     let sweepLock: Int64
 
@@ -100,14 +103,16 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     /// Runs `body` as one SERIALIZABLE transaction (retried on 40001/40P01,
     /// and on a unique violation a concurrent transaction caused).
     func writing<T: Sendable>(_ body: @escaping @Sendable (PostgresRecordWriter) throws -> T) async throws -> T {
-        let keys = sealingKeys, apps = self.apps, clock = configuration.clock
+        let keys = sealingKeys, apps = self.apps, clock = configuration.clock, announcement = keyAnnouncement
         var attempts = 0
         while true {
             attempts += 1
             do {
                 return try await translatingErrors {
                     try await pool.transaction(isolation: .serializable) { connection in
-                        try body(PostgresRecordWriter(connection: connection, vault: keys.current, apps: apps, now: clock.now()))
+                        try announcement.follow(connection, keys)
+                        return try body(PostgresRecordWriter(connection: connection, vault: keys.current, apps: apps,
+                                                             now: clock.now()))
                     }
                 }
             } catch let error as PostgresError where error.isUniqueViolation() && attempts < 3 {
@@ -140,5 +145,25 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         } catch let error as PostgresError where !error.isUniqueViolation() {
             throw RegistryError.unavailable(reason: error.description)
         }
+    }
+}
+
+/// A rotation (`registryd rotate-token-key`, from any host) records the new
+/// sealing key in `registry_meta`; a node looks at most once a second, in
+/// a write's transaction, and reloads its key file when the key changed,
+/// so within a second of the announcement no node seals under the old key.
+final class KeyAnnouncement: Sendable {
+    private let lastLook = Mutex<ContinuousClock.Instant?>(nil)
+
+    func follow(_ connection: PostgresConnection, _ keys: SealingKeys) throws {
+        let now = ContinuousClock.now
+        let due = lastLook.withLock { last in
+            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due, let announced = try PostgresMeta.value(PostgresSchema.Meta.sealingKeyID, connection)?.first,
+              announced != keys.current.ring.currentKeyID else { return }
+        keys.reload(toKnow: announced, asCurrent: true)
     }
 }

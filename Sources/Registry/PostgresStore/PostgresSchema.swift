@@ -90,6 +90,8 @@ enum PostgresSchema {
         /// Followed by the key id in decimal.
         static let sealingKeyCheck = "sealingKeyCheck."
         static let lastSweepAt = "lastSweepAt"
+        /// The sealing key id a rotation announced: every node seals under it once it sees it.
+        static let sealingKeyID = "sealingKeyID"
     }
 
 }

@@ -54,24 +54,14 @@ extension LMDBRegistryStore {
     /// within a millisecond) are told apart by how often they occur among
     /// `records`, so both come back. Returns how many records were written.
     public func importRecords(_ records: [ExportedRecord]) async throws -> Int {
-        var seen: [HistoryEvent: Int] = [:]
-        let occurrences = records.map { record -> Int in
-            guard case .history(let event) = record else { return 1 }
-            seen[event, default: 0] += 1
-            return seen[event]!
-        }
-        var written = 0
-        for start in stride(from: 0, to: records.count, by: 500) {
-            let range = start..<min(start + 500, records.count)
-            let chunk = Array(zip(records[range], occurrences[range]))
-            written += try await writing { writer in
+        try await ImportBatches.write(records) { chunk in
+            try await writing { writer in
                 var quiet = writer
                 quiet.recordsHistory = false
                 for (record, occurrence) in chunk { try quiet.restore(record, occurrence: occurrence) }
                 return chunk.count
             }
         }
-        return written
     }
 
     /// Reads every database and checks each index against its records.
