@@ -53,7 +53,7 @@ let package = Package(
                 // (served by `GET /openapi.json`; no resource bundle beside the executable).
                 resources: [.embedInCode("OpenAPI/openapi.json")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON", "TokenSealing",
-                                                            "Lifecycle", "Codecs"]),
+                                                            "Lifecycle", "Codecs", "Postgres"]),
         .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB", "COpenSSL", "Codecs", "TokenSealing"], path: "Sources/registry-bench"),
 

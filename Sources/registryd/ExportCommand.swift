@@ -13,11 +13,16 @@ enum ExportCommand: OperatorCommand {
             tombstone of one consistent snapshot to stdout, one JSON object per line, with
             epoch-millisecond timestamps, so `import` reproduces them exactly. The tokens are
             in PLAINTEXT: guard the file like the data directory, and delete it when done.
+            Piped into `import` on the other backend, it moves a registry between LMDB and
+            PostgreSQL (either way).
             """,
         flags: Flags.store,
         example: """
             registryd export --data-dir /var/lib/registryd > records.jsonl
             exported 100000 records
+            registryd export --data-dir /var/lib/registryd \
+              | registryd import --store postgres --postgres-url 'postgresql://registry@db1/registry'
+            imported 100000 records from 100000 lines
             """)
 
     static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {

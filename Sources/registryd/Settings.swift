@@ -13,7 +13,9 @@ import RegistryHTTP
 /// configures; a flag only overrides.
 struct Settings {
     var dataDirectory = "./registry-data"
-    /// The TTLs and limits, applied to the store's configuration by `openStore`.
+    /// `--store`: LMDB in `DIR/lmdb`, or PostgreSQL at `--postgres-url`.
+    var backend: StoreBackend
+    /// The TTLs and limits, applied to the backend's configuration by `openStore`.
     var rules: StoreRules
     /// `serve`'s HTTP server: `HTTPServerConfiguration`'s defaults, then
     /// `--listen` and the connection limits and deadlines.
@@ -26,6 +28,8 @@ struct Settings {
     /// `--token-key-file`; `DIR/secrets/token-keys` when nil.
     var tokenKeyFile: String?
     var sweepInterval: Duration = .seconds(3600)
+    /// How long `serve` retries an unreachable PostgreSQL at start before exiting 1.
+    var postgresStartupTimeout: Duration = .seconds(30)
     var logLevel = Logger.Level.info
 
     init(_ arguments: Arguments) throws(Arguments.Failure) {
@@ -33,6 +37,7 @@ struct Settings {
             guard !value.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
             dataDirectory = value
         }
+        backend = try StoreBackend(arguments)
         rules = try StoreRules(arguments)
         if let (value, source) = arguments.value("listen") {
             guard let address = ValueParsing.listenAddress(value) else {
@@ -47,6 +52,7 @@ struct Settings {
         issuer = try Self.nonEmpty(arguments, "jwt-issuer")
         audience = try Self.nonEmpty(arguments, "jwt-audience")
         sweepInterval = try Self.duration(arguments, "sweep-interval") ?? sweepInterval
+        postgresStartupTimeout = try Self.duration(arguments, "postgres-startup-timeout") ?? postgresStartupTimeout
         try readConnectionLimits(arguments)
         if let (value, source) = arguments.value("log-level") {
             guard let level = Logger.Level(name: value) else {

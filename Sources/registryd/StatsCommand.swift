@@ -8,7 +8,10 @@ import RegistryHTTP
 enum StatsCommand: OperatorCommand {
     static let help = CommandHelp(
         name: "stats", synopsis: "[--json] [--data-dir DIR]", tagline: "print record counts and storage use",
-        summary: "Prints record counts and storage use of the registry in --data-dir (also while a server runs on it).",
+        summary: """
+            Prints record counts and storage use of the registry in --data-dir, or with --store
+            postgres in the database --postgres-url names (also while servers run on it).
+            """,
         flags: ["json"] + Flags.store,
         example: """
             registryd stats --data-dir /var/lib/registryd

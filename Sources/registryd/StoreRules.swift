@@ -48,3 +48,4 @@ protocol RuleConfiguration {
 }
 
 extension LMDBRegistryStore.Configuration: RuleConfiguration {}
+extension PostgresRegistryStore.Configuration: RuleConfiguration {}
