@@ -128,3 +128,33 @@ extension PostgresStoreExecutableTests {
                 String(decoding: firstErrors + secondErrors, as: UTF8.self))
     }
 }
+
+/// The operator commands that change a registry in place, on PostgreSQL.
+extension PostgresStoreExecutableTests {
+    @Test func keyRotationAndSweepWorkOnPostgres() async throws {
+        try await TestPostgres.withSchema { url in
+            let directory = try exe.makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try await fill(try ExecutableTests.Server(arguments: Self.postgres(url), directory: directory), in: directory)
+            let (_, before, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
+
+            let (rotated, rotation, rotationErrors) = try exe.run(["rotate-token-key"] + Self.postgres(url), in: directory)
+            #expect(rotated == 0, "\(rotationErrors)")
+            #expect(rotation.hasPrefix("added sealing key 2; re-sealed "), "\(rotation)")
+            #expect(rotation.hasSuffix("; retired key 1\n"), "\(rotation)")
+            let (_, after, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
+            #expect(after == before, "every token opens under the new key")
+            #expect(try exe.run(["check"] + Self.postgres(url), in: directory).0 == 0)
+
+            let (_, nothing, _) = try exe.run(["sweep", "--dry-run"] + Self.postgres(url), in: directory)
+            #expect(nothing == #"{"devices":0,"pushToStartTokens":0,"activityTokens":0,"tombstones":0}"# + "\n")
+            try await Task.sleep(for: .seconds(1.1))
+            let (swept, counts, sweepErrors) = try exe.run(["sweep", "--device-ttl", "1s", "--activity-ttl", "1s"] + Self.postgres(url),
+                                                            in: directory)
+            #expect(swept == 0, "\(sweepErrors)")
+            #expect(counts.hasPrefix(#"{"devices":7,"#), "\(counts)")
+            let (_, stats, _) = try exe.run(["stats", "--json"] + Self.postgres(url), in: directory)
+            #expect(try OperationsTests.counts(stats)["devices"] == 0)
+        }
+    }
+}
