@@ -35,19 +35,16 @@ struct ConnectionString: Sendable {
     /// first `password`.
     var redacted: String {
         if let body = uriBody {
-            let rest = text[body...]
-            var authority = rest, query: Substring?
-            if let question = rest.firstIndex(of: "?") {
-                authority = rest[..<question]
-                query = rest[rest.index(after: question)...]
-            }
+            // As libpq reads it: the user information first, then the rest up to `?`, then the query.
             var result = String(text[..<body])
-            if let userInfo = Self.userInfo(rest), let colon = userInfo.firstIndex(of: ":") {
-                result += userInfo[...colon] + "***" + authority[userInfo.endIndex...]
-            } else {
-                result += authority
+            var rest = text[body...]
+            if let userInfo = Self.userInfo(rest) {
+                result += userInfo.firstIndex(of: ":").map { userInfo[...$0] + "***" } ?? String(userInfo)
+                rest = rest[userInfo.endIndex...]
             }
-            guard let query else { return result }
+            guard let question = rest.firstIndex(of: "?") else { return result + rest }
+            result += rest[..<question]
+            let query = rest[rest.index(after: question)...]
             let parameters = query.split(separator: "&", omittingEmptySubsequences: false).map { parameter in
                 guard let equals = parameter.firstIndex(of: "="), Self.decoded(parameter[..<equals]) == "password" else {
                     return String(parameter)

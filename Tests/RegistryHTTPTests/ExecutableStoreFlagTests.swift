@@ -55,6 +55,8 @@ extension ExecutableTests {
         "postgresql://registry@127.0.0.1:1/registry?password=\(password)&connect_timeout=2",
         "host=127.0.0.1 port=1 password='\(password)' dbname=registry",
         "postgresql://registry:\(password)%zz@127.0.0.1:1/registry",
+        // libpq reads user information up to the first '@' before a '/', even past a '?'.
+        "postgresql://127.0.0.1:1?sslmode=disable&x:\(password)@localhost:1",
     ])
     func aPasswordInTheURLIsNeverPrinted(_ url: String) throws {
         let directory = try makeDirectory()
