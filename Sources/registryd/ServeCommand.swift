@@ -29,9 +29,9 @@ enum ServeCommand: Subcommand {
         summary: """
             Serves the HTTP API of API.md on --listen, with the registry in --data-dir (created on
             first start, with generated secrets in DIR/secrets/ unless key files are given), and
-            sweeps expired records every --sweep-interval. One server per data directory: a
-            second serve on it exits 2 naming the pid that holds it. SIGTERM or SIGINT drain
-            requests in flight and exit 0; a failed commit (EIO, ENOSPC) exits 1.
+            sweeps expired records every --sweep-interval. One server per LMDB data directory:
+            a second serve on it exits 2 naming the pid that holds it. SIGTERM or SIGINT drain
+            requests in flight and exit 0; a failed LMDB commit (EIO, ENOSPC) exits 1.
             With --store postgres the registry is the database --postgres-url names, and any
             number of servers may serve it: give every one the same --token-key-file,
             --internal-api-key-file and JWT key (DIR/secrets then holds only what is not given).
