@@ -62,7 +62,7 @@ import TokenSealing
 
     /// A server restart or failover cuts every connection: the next write
     /// reconnects (the pool replaces broken connections) and succeeds.
-    @Test func writesSucceedAfterEveryConnectionWasKilled() async throws {
+    @Test func readsAndWritesSucceedAfterEveryConnectionWasKilled() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
         let admin = try f.databaseConnection(); defer { admin.close() }
@@ -71,6 +71,11 @@ import TokenSealing
             WHERE application_name = current_schema() AND pid <> pg_backend_pid()
             """).int64(0, 0) ?? 0
         #expect(killed >= 1)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") != nil, "a read reconnects")
+        _ = try admin.query("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE application_name = current_schema() AND pid <> pg_backend_pid()
+            """)
         try await f.store.register("alice", "d2", token: 2)
         #expect(try await f.store.deviceIds("alice").count == 2)
     }
