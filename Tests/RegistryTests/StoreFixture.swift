@@ -49,6 +49,10 @@ enum TestBackend: Sendable {
 }
 
 extension Trait where Self == ConditionTrait {
+    /// A test of the PostgreSQL store itself (many nodes, failures of the
+    /// connection): run in the PostgreSQL pass only.
+    static var postgresOnly: Self { .enabled(if: !TestBackend.isLMDB, "tests the PostgreSQL store itself") }
+
     /// A test of the LMDB store itself (its files, indexes, migrations,
     /// commit failures), not of the contract: skipped on other backends.
     static var lmdbOnly: Self { .enabled(if: TestBackend.isLMDB, "tests the LMDB store itself") }
@@ -94,11 +98,16 @@ final class StoreFixture {
         }
     }
 
+    /// The test server's URL, narrowed to `schema`; its connections are
+    /// named after it too, so a test can find (and kill) its own.
+    private static func url(_ url: String, schema: String) -> String {
+        url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema + "&application_name=" + schema
+    }
+
     private static func openPostgres(_ url: String, _ schema: String,
                                      _ lmdb: LMDBRegistryStore.Configuration) throws -> PostgresRegistryStore {
-        let separator = url.contains("?") ? "&" : "?"
-        var configuration = PostgresRegistryStore.Configuration(
-            connectionString: url + separator + "options=-csearch_path%3D" + schema, tokenKeys: lmdb.tokenKeys)
+        var configuration = PostgresRegistryStore.Configuration(connectionString: Self.url(url, schema: schema),
+                                                                tokenKeys: lmdb.tokenKeys)
         configuration.poolSize = 2
         configuration.maxDevicesPerUser = lmdb.maxDevicesPerUser
         configuration.maxActivitiesPerDevice = lmdb.maxActivitiesPerDevice
@@ -108,6 +117,23 @@ final class StoreFixture {
         configuration.clock = lmdb.clock
         configuration.onSweepBatch = lmdb.onSweepBatch
         return try PostgresRegistryStore(configuration: configuration)
+    }
+
+    /// Another registryd node on the same PostgreSQL registry (its own pool,
+    /// the same configuration), for tests of many nodes; `configure`
+    /// adjusts its configuration.
+    func anotherNode(_ configure: (inout LMDBRegistryStore.Configuration) -> Void = { _ in }) throws -> PostgresRegistryStore {
+        guard case .postgres(let url) = TestBackend.current, let schema else { preconditionFailure("a PostgreSQL-only test") }
+        var configuration = self.configuration
+        configure(&configuration)
+        return try Self.openPostgres(url, schema, configuration)
+    }
+
+    /// A connection of its own to this fixture's registry (PostgreSQL only;
+    /// the caller closes it): what an operator, or a fault, does beside the store.
+    func databaseConnection() throws -> PostgresConnection {
+        guard case .postgres(let url) = TestBackend.current, let schema else { preconditionFailure("a PostgreSQL-only test") }
+        return try PostgresConnection(Self.url(url, schema: schema))
     }
 
     /// The store's own consistency check (`RegistryMaintenance.check`), on either backend.

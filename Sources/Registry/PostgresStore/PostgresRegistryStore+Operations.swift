@@ -6,27 +6,27 @@ import Postgres
 extension PostgresRegistryStore {
     public func registerDevice(_ registration: DeviceRegistration) async throws -> RegistrationOutcome {
         let max = configuration.maxDevicesPerUser
-        let outcome = try await writing { try $0.registerDevice(registration, maxDevices: max) }
+        let outcome = try await writing(user: registration.userId) { try $0.registerDevice(registration, maxDevices: max) }
         apps.remember([registration.appId])
         return outcome
     }
 
     public func signOut(userId: String, appId: String, deviceId: String, sequence: UInt64?) async throws {
         let maxTombstones = configuration.maxTombstonesPerUser
-        try await writing {
+        try await writing(user: userId) {
             try $0.signOut(userId, appId: appId, deviceId, sequence: sequence, maxTombstones: maxTombstones)
         }
     }
 
     public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws -> DeviceRecord {
         let max = configuration.maxDevicesPerUser
-        let record = try await writing { try $0.registerPushToStart(registration, maxDevices: max) }
+        let record = try await writing(user: registration.userId) { try $0.registerPushToStart(registration, maxDevices: max) }
         apps.remember([registration.appId])
         return record
     }
 
     public func removePushToStartToken(userId: String, appId: String, deviceId: String) async throws {
-        try await writing { writer in
+        try await writing(user: userId) { writer in
             guard let id = try writer.existingRecordID(userId, appId: appId, deviceId) else { return }
             try writer.removeToken(.pushToStart, id, reason: .deleted)
         }
@@ -34,7 +34,7 @@ extension PostgresRegistryStore {
 
     public func registerActivityToken(_ registration: ActivityTokenRegistration) async throws -> ActivityToken {
         let maxDevices = configuration.maxDevicesPerUser, maxActivities = configuration.maxActivitiesPerDevice
-        let token = try await writing {
+        let token = try await writing(user: registration.userId) {
             try $0.registerActivityToken(registration, maxDevices: maxDevices, maxActivities: maxActivities)
         }
         apps.remember([registration.appId])
@@ -42,7 +42,7 @@ extension PostgresRegistryStore {
     }
 
     public func removeActivityToken(activityId: String, userId: String, appId: String, deviceId: String) async throws {
-        try await writing { writer in
+        try await writing(user: userId) { writer in
             guard let id = try writer.existingRecordID(userId, appId: appId, deviceId) else { return }
             try writer.removeActivityToken(activityId, id, reason: .deleted)
         }

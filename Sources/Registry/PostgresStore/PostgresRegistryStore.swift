@@ -102,7 +102,15 @@ public final class PostgresRegistryStore: RegistryStore, Service {
 
     /// Runs `body` as one SERIALIZABLE transaction (retried on 40001/40P01,
     /// and on a unique violation a concurrent transaction caused).
-    func writing<T: Sendable>(_ body: @escaping @Sendable (PostgresRecordWriter) throws -> T) async throws -> T {
+    ///
+    /// With `user`, the transaction first takes a transaction-level advisory
+    /// lock on that user: a user's own writes (an app launching on two
+    /// devices at once, a burst of activity tokens) then queue instead of
+    /// failing each other's serialization over and over (the device and
+    /// activity caps read every device of the user). Writes across users
+    /// still rely on SERIALIZABLE and its retries.
+    func writing<T: Sendable>(user: String? = nil,
+                              _ body: @escaping @Sendable (PostgresRecordWriter) throws -> T) async throws -> T {
         let keys = sealingKeys, apps = self.apps, clock = configuration.clock, announcement = keyAnnouncement
         var attempts = 0
         while true {
@@ -110,6 +118,7 @@ public final class PostgresRegistryStore: RegistryStore, Service {
             do {
                 return try await translatingErrors {
                     try await pool.transaction(isolation: .serializable) { connection in
+                        if let user { try connection.advisoryTransactionLock(PostgresConnection.advisoryKey("registryd.user." + user)) }
                         try announcement.follow(connection, keys)
                         return try body(PostgresRecordWriter(connection: connection, vault: keys.current, apps: apps,
                                                              now: clock.now()))
@@ -121,14 +130,26 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         }
     }
 
+    /// A read that finds its connection broken (a failover, a restart) runs
+    /// again on a new one, twice at most; reads change nothing.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T) async throws -> T {
         let keys = sealingKeys, apps = self.apps, secret = cursorSecret
+        var attempts = 0
         return try await translatingErrors {
-            try await pool.withConnection { connection in
+            while true {
+                attempts += 1
                 do {
-                    return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps, cursorSecret: secret))
-                } catch let unknown as UnknownSealingKey where keys.reload(toKnow: unknown.keyID) {
-                    return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps, cursorSecret: secret))
+                    return try await pool.withConnection { connection in
+                        do {
+                            return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
+                                                          cursorSecret: secret))
+                        } catch let unknown as UnknownSealingKey where keys.reload(toKnow: unknown.keyID) {
+                            return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
+                                                          cursorSecret: secret))
+                        }
+                    }
+                } catch let error as PostgresError where error.failedBeforeCommit && attempts < 3 {
+                    try await Task.sleep(for: .milliseconds(50 * attempts))
                 }
             }
         }
