@@ -115,6 +115,17 @@ import TokenSealing
         #expect(try await store.deviceIds("alice") == ["d1"])
     }
 
+    /// `/metrics` commit figures: one report per write transaction that
+    /// reached the database; a rule's refusal is not a commit.
+    @Test func eachWriteTransactionIsReportedAsACommit() async throws {
+        let commits = Recorder<CommitBatchReport>()
+        let f = try makeStore { $0.onCommit = { commits.record($0) } }; defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1, sequence: 5)
+        try await f.store.register("alice", "d2", token: 2)
+        #expect(await registryError { try await f.store.register("alice", "d1", sequence: 4) } == .staleWrite)
+        #expect(commits.all.map(\.commands) == [1, 1] && commits.all.allSatisfy(\.succeeded))
+    }
+
     @Test func aDatabaseMigratedByANewerBuildIsRefused() async throws {
         let f = try makeStore(); defer { f.close() }
         let admin = try f.databaseConnection(); defer { admin.close() }

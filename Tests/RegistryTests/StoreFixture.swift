@@ -116,6 +116,7 @@ final class StoreFixture {
         configuration.activityTTL = lmdb.activityTTL
         configuration.clock = lmdb.clock
         configuration.onSweepBatch = lmdb.onSweepBatch
+        configuration.onCommit = lmdb.onCommit
         return try PostgresRegistryStore(configuration: configuration)
     }
 

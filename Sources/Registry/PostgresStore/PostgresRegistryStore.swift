@@ -41,6 +41,9 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         /// Records deleted per sweep transaction.
         public var sweepBatchSize = 200
         public var clock: any RegistryClock = SystemClock()
+        /// Called after each write transaction, committed or not (metrics:
+        /// one transaction is a batch of one command).
+        public var onCommit: (@Sendable (CommitBatchReport) -> Void)?
         public var onSweepBatch: (@Sendable (SweepBatchReport) -> Void)?
 
         public init(connectionString: String, tokenKeys: TokenKeyRing) {
@@ -112,11 +115,16 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     func writing<T: Sendable>(user: String? = nil,
                               _ body: @escaping @Sendable (PostgresRecordWriter) throws -> T) async throws -> T {
         let keys = sealingKeys, apps = self.apps, clock = configuration.clock, announcement = keyAnnouncement
+        let began = ContinuousClock.now
+        // Metrics see what reached the database: a commit, or a database failure (not a rule's refusal).
+        let report = { [onCommit = configuration.onCommit] (succeeded: Bool) in
+            onCommit?(CommitBatchReport(commands: 1, succeeded: succeeded, seconds: (ContinuousClock.now - began).inSeconds))
+        }
         var attempts = 0
         while true {
             attempts += 1
             do {
-                return try await translatingErrors {
+                let value = try await translatingErrors {
                     try await pool.transaction(isolation: .serializable) { connection in
                         if let user { try connection.advisoryTransactionLock(PostgresConnection.advisoryKey("registryd.user." + user)) }
                         try announcement.follow(connection, keys)
@@ -124,8 +132,13 @@ public final class PostgresRegistryStore: RegistryStore, Service {
                                                              now: clock.now()))
                     }
                 }
+                report(true)
+                return value
             } catch let error as PostgresError where error.isUniqueViolation() && attempts < 3 {
                 continue
+            } catch RegistryError.unavailable(let reason) {
+                report(false)
+                throw RegistryError.unavailable(reason: reason)
             }
         }
     }
