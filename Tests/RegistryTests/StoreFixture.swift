@@ -140,6 +140,9 @@ final class StoreFixture {
     /// The store's own consistency check (`RegistryMaintenance.check`), on either backend.
     func check() async throws -> [String] { try await opened.check(limit: 100, progress: nil) }
 
+    /// Changes the configuration the next `reopen()` uses.
+    func reconfigure(_ change: (inout LMDBRegistryStore.Configuration) -> Void) { change(&configuration) }
+
     /// Shuts the store down and opens it again on the same directory (or schema).
     func reopen() throws {
         opened.shutdown()

@@ -171,13 +171,16 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     public var inlineReads: (any RegistryReads & Sendable)? { nil }
 
     /// Database failures in the contract's terms: `unavailable` (503),
-    /// including a COMMIT whose outcome is unknown. A unique violation is
+    /// including a COMMIT whose outcome is unknown, and a token under a key
+    /// this node's key file lacks. A unique violation is
     /// passed on for `writing` to retry.
     func translatingErrors<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as PostgresError where !error.isUniqueViolation() {
             throw RegistryError.unavailable(reason: error.description)
+        } catch let unknown as UnknownSealingKey {
+            throw unknown.unavailable
         }
     }
 }
