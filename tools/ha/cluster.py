@@ -264,13 +264,18 @@ class Cluster:
     # -- stop ---------------------------------------------------------------
 
     def stop(self):
-        """Stops everything this cluster started, by pid: Patronis (in parallel:
-        each TERM stops its postgres), leftover postmasters, then etcd."""
-        for n in self.nodes:
-            if n.patroni_pid and procs.running(n.patroni_pid):
-                procs.signal_pid(n.patroni_pid, signal.SIGTERM)
-        for n in self.nodes:
-            n.stop(log=self.log)
+        """Stops everything this cluster started, by pid: the replicas' Patronis
+        (in parallel; each TERM stops its postgres, and a sync standby waits
+        for the leader to release it), then the leader's, leftover
+        postmasters and processes of killed postmasters, then etcd."""
+        leader = self.healthy(self.state()) if self.etcd is not None and self.etcd.poll() is None else None
+        waves = [[n for n in self.nodes if n.name != leader], [n for n in self.nodes if n.name == leader]]
+        for wave in waves:
+            for n in wave:
+                if n.patroni_pid and procs.running(n.patroni_pid):
+                    procs.signal_pid(n.patroni_pid, signal.SIGTERM)
+            for n in wave:
+                n.stop(log=self.log)
         for name, pid, started in self.orphans:
             if procs.running(pid) and procs.start_time(pid) == started:
                 procs.stop_pid(pid, name, grace=5, log=self.log)

@@ -87,8 +87,9 @@ class Recorder:
         return gap
 
     def errors_between(self, t0, t1):
+        """Errors that happened (the request failed) in [t0, t1)."""
         with self.lock:
-            return collections.Counter(kind for start, _, kind in self.errors if t0 <= start < t1)
+            return collections.Counter(kind for _, end, kind in self.errors if t0 <= end < t1)
 
 
 class Probe(threading.Thread):
@@ -115,9 +116,9 @@ class Probe(threading.Thread):
         return None
 
     def last_success_on(self, port, t):
-        """End of the last commit after t on port; None if none."""
+        """End of the last commit sent at or after t on port; None if none."""
         with self.lock:
-            ends = [end for start, end, p in self.successes if p == port and end >= t]
+            ends = [end for start, end, p in self.successes if p == port and start >= t]
         return max(ends) if ends else None
 
     def run(self):
@@ -195,21 +196,40 @@ class DBWriter(threading.Thread):
             conn.close()
 
 
-def setup_databases(url_of):
+def setup_databases(url_of, node_urls_of):
     """Creates `registry` (registryd's) and `ha_probe` (the probe's and the
-    --db-only writers' tables) on the leader; url_of(db) is the multi-host URL."""
+    --db-only writers' tables) on the leader, and waits until every node has
+    them; url_of(db) is the multi-host URL, node_urls_of(db) [(node, URL)]."""
     conn = psycopg2.connect(url_of("postgres"))
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute("CREATE DATABASE registry")
         cur.execute("CREATE DATABASE ha_probe")
     conn.close()
+    wait_databases(node_urls_of("registry") + node_urls_of("ha_probe"))
     conn = psycopg2.connect(url_of("ha_probe"))
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE probe (n bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), port int)")
         cur.execute("CREATE TABLE writes (key text PRIMARY KEY, sequence bigint NOT NULL)")
     conn.commit()
     conn.close()
+
+
+def wait_databases(node_urls, timeout=30):
+    """Waits until each node (a replica replays CREATE DATABASE later) takes a
+    connection to its database: libpq does not try the next host of a
+    multi-host URL after a server's FATAL such as "database ... does not exist"."""
+    deadline = time.monotonic() + timeout
+    for name, url in node_urls:
+        while True:
+            try:
+                psycopg2.connect(url).close()
+                break
+            except psycopg2.Error as e:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("node %s: no connection to %s after %d s: %s" % (
+                        name, url.rsplit("/", 1)[1].split("?")[0], timeout, str(e).strip()))
+                time.sleep(0.1)
 
 
 def lost_db_writes(url, acked):
@@ -222,17 +242,24 @@ def lost_db_writes(url, acked):
     return [(k, s, stored.get(k)) for k, s in sorted(acked.items()) if stored.get(k, -1) < s]
 
 
-def node_digests(node_urls, leader_url, timeout=30):
+def node_digests(node_urls, leader_url, database, timeout=30):
     """Once every running node has replayed the leader's WAL position: each
-    node's digest of ha_probe's tables, {node: digest or error}."""
+    node's digest of every table of the public schema of the database (row
+    counts and an md5 of the rows' text in order), {node: digest or error}."""
     conn = psycopg2.connect(leader_url)
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute("SELECT pg_current_wal_lsn()")
         target = cur.fetchone()[0]
+        cur.execute("SELECT quote_ident(table_name) FROM information_schema.tables "
+                    "WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name")
+        tables = [row[0] for row in cur.fetchall()]
     conn.close()
-    query = ("SELECT md5(coalesce(string_agg(key || ':' || sequence, ',' ORDER BY key), '')) "
-             "|| '/' || (SELECT count(*) FROM probe) FROM writes")
+    if not tables:
+        return {name: "no tables" for name in node_urls}
+    query = "SELECT " + " || ' ' || ".join(
+        "(SELECT '%s:' || count(*) || ':' || coalesce(md5(string_agg(t::text, ',' ORDER BY t::text)), '') FROM %s t)"
+        % (table.replace("'", "''"), table) for table in tables)
     result = {}
     for name, url in node_urls.items():
         deadline = time.monotonic() + timeout

@@ -10,6 +10,7 @@ acknowledged write is checked to be there. See tools/ha-test for the options.
 """
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster as clusterlib  # noqa: E402
 import dbload  # noqa: E402
 import procs  # noqa: E402
+import registry  # noqa: E402
 
 RECOVERY_TIMEOUT = 90   # seconds from a kill until writes and a sync standby are back
 REJOIN_TIMEOUT = 60     # then until every node not killed on purpose runs again
@@ -59,6 +61,8 @@ def parse_args(argv):
         p.error("--duration must not be negative")
     if not args.db_only and not args.bin:
         p.error("--bin PATH is required unless --db-only (tools/ha-test passes it)")
+    if args.bin:
+        args.bin = os.path.abspath(args.bin)   # registryd runs in its node's folder
     return args
 
 
@@ -104,8 +108,12 @@ class Run:
         self.events = []
         self.t_load = None
         self.lost = None
-        self.check = None             # (label, ok)
-        self.digests = None
+        self.wrong = None             # registryd: acknowledged devices holding another token than their sequence's
+        self.checks = []              # (label, ok)
+        self.nodes = []               # registryd nodes
+        self.run_id = os.path.basename(self.base)
+        self.started_pids = []        # registryd's
+        self.exit_statuses = {}
 
     # -- phases ---------------------------------------------------------------
 
@@ -115,14 +123,33 @@ class Run:
         self.cluster.start()
         leader = self.cluster.wait_healthy(90, all_running=True)
         say("cluster up in %.1f s: %s" % (time.monotonic() - t, self.cluster.summary(self.cluster.state())))
-        dbload.setup_databases(self.cluster.url)
+        dbload.setup_databases(self.cluster.url, lambda db: [(n.name, self.cluster.node_url(n, db)) for n in self.cluster.nodes])
         say("databases registry and ha_probe created on leader %s" % leader.name)
+
+    def start_registryd(self):
+        url = self.cluster.url("registry")
+        ports = procs.free_ports(2)
+        first = registry.RegistryNode(self.args.bin, "r1", self.base, ports[0], url)
+        second = registry.RegistryNode(self.args.bin, "r2", self.base, ports[1], url, secrets_from=first)
+        for node in (first, second):
+            t = time.monotonic()
+            self.nodes.append(node)
+            node.start(self.started_pids)
+            say("registryd %s on 127.0.0.1:%d, healthy %.1f s after start (log %s)" % (
+                node.name, node.port, time.monotonic() - t, node.log))
+        with open(os.path.join(first.secrets_dir, "internal-api.key")) as f:
+            self.api_key = f.read().rstrip("\n")
 
     def start_load(self):
         self.probe = dbload.Probe(self.cluster.url("ha_probe"))
         self.probe.start()
+        if not self.args.db_only:
+            jwts = [registry.mint_token(self.args.bin, self.nodes[0], "ha-user-%d" % i) for i in range(self.args.writers)]
         for i in range(self.args.writers):
-            w = dbload.DBWriter(i, self.cluster.url("ha_probe"), self.recorder, self.stop_writers)
+            if self.args.db_only:
+                w = dbload.DBWriter(i, self.cluster.url("ha_probe"), self.recorder, self.stop_writers)
+            else:
+                w = registry.HTTPWriter(i, self.nodes, jwts[i], self.run_id, self.recorder, self.stop_writers)
             self.writers.append(w)
             w.start()
         self.t_load = time.monotonic()
@@ -207,14 +234,62 @@ class Run:
 
     def verify(self):
         leader = self.cluster.wait_healthy(REJOIN_TIMEOUT)
-        lost = dbload.lost_db_writes(self.cluster.url("ha_probe"), self.recorder.acked)
-        self.lost = len(lost)
-        for key, acked, stored in lost[:20]:
-            say("LOST: %s acknowledged at sequence %d, stored %s" % (key, acked, stored))
-        live = {n.name: self.cluster.node_url(n, "ha_probe") for n in self.cluster.nodes if not n.down}
-        self.digests = dbload.node_digests(live, self.cluster.node_url(leader, "ha_probe"))
-        same = len(set(self.digests.values())) == 1
-        self.check = ("nodes identical (ha_probe)" if same else "nodes DIFFER: %s" % self.digests, same)
+        if self.args.db_only:
+            lost = dbload.lost_db_writes(self.cluster.url("ha_probe"), self.recorder.acked)
+            self.lost = len(lost)
+            for key, acked, stored in lost[:20]:
+                say("LOST: %s acknowledged at sequence %d, stored %s" % (key, acked, stored))
+        else:
+            lost, wrong = registry.verify_acknowledged(self.nodes, self.api_key, self.recorder.acked, self.run_id)
+            self.lost = len({(u, d) for u, d, _, _, _ in lost})
+            self.wrong = len({(u, d) for u, d, _, _ in wrong})
+            for user, device, acked, stored, node in lost[:20]:
+                say("LOST: %s/%s acknowledged at sequence %d; %s answers %s" % (
+                    user, device, acked, node, "no device" if stored is None else "sequence %s" % stored))
+            for user, device, what, node in wrong[:20]:
+                say("WRONG: %s/%s on %s: %s" % (user, device, node, what))
+            self.checks.append(("acknowledged devices hold the token sent with their sequence", not wrong))
+            status, output = registry.run_check(self.args.bin, self.nodes[0], self.cluster.node_url(leader, "registry"))
+            say("registryd check --store postgres (leader %s): exit %s" % (leader.name, status))
+            for line in output.splitlines()[-15:]:
+                print("    " + line)
+            self.checks.append(("registryd check --store postgres on leader %s: exit %s" % (leader.name, status), status == 0))
+        live = {n.name: n for n in self.cluster.nodes if not n.down}
+        for database in (["ha_probe"] if self.args.db_only else ["registry", "ha_probe"]):
+            digests = dbload.node_digests({name: self.cluster.node_url(n, database) for name, n in live.items()},
+                                          self.cluster.node_url(leader, database), database)
+            same = len(set(digests.values())) == 1 and not any(str(v).startswith(("error", "not caught")) for v in digests.values())
+            self.checks.append(("database %s identical on %s" % (database, ", ".join(sorted(live))) if same
+                                else "database %s DIFFERS between nodes: %s" % (database, digests), same))
+
+    def stop_registryd(self):
+        for node in self.nodes:
+            if node.process is not None:
+                self.exit_statuses[node.name] = node.stop(log=say)
+        if self.nodes:
+            say("registryd exit statuses after SIGTERM: %s" % ", ".join("%s %s" % kv for kv in sorted(self.exit_statuses.items())))
+
+    def registryd_log_findings(self):
+        """What the registryd logs show: lines by level, the superuser password if it leaked."""
+        findings = []
+        for node in self.nodes:
+            try:
+                with open(node.log, errors="replace") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            levels = {}
+            for line in text.splitlines():
+                level = "other"
+                try:
+                    level = json.loads(line).get("level", "other")
+                except ValueError:
+                    pass
+                levels[level] = levels.get(level, 0) + 1
+            findings.append("%s log lines by level: %s" % (node.name, ", ".join("%s %d" % kv for kv in sorted(levels.items()))))
+            if self.cluster.passwords["superuser"] in text:
+                findings.append("%s: its log CONTAINS the database password (from --postgres-url)" % node.name)
+        return findings
 
     # -- report ---------------------------------------------------------------
 
@@ -251,8 +326,14 @@ class Run:
         print("acknowledged writes:        %d (%d distinct keys)" % (self.recorder.ack_count, len(self.recorder.acked)))
         print("client errors:              %d" % len(self.recorder.errors))
         print("acknowledged writes lost:   %s" % ("-" if self.lost is None else self.lost))
-        if self.check:
-            print("check:                      %s: %s" % (self.check[0], "ok" if self.check[1] else "FAILED"))
+        if self.wrong is not None:
+            print("acknowledged devices with a wrong token: %d" % self.wrong)
+        for label, ok in self.checks:
+            print("check:                      %s: %s" % (label, "ok" if ok else "FAILED"))
+        if self.exit_statuses:
+            print("registryd exit after SIGTERM: %s" % ", ".join("%s %s" % kv for kv in sorted(self.exit_statuses.items())))
+        for finding in self.registryd_log_findings():
+            print(finding)
 
     # -- cleanup --------------------------------------------------------------
 
@@ -260,14 +341,17 @@ class Run:
         self.stop_writers.set()
         if self.probe is not None:
             self.probe.stop.set()
+        if not self.exit_statuses:
+            self.stop_registryd()
         self.cluster.stop()
         left = self.cluster.leftovers()
+        left += [(name, pid) for name, pid in self.started_pids if procs.running(pid)]
         for name, pid in left:
             say("still running after stop: %s (pid %d)" % (name, pid))
         return not left
 
     def logs(self):
-        paths = [self.cluster.etcd_log]
+        paths = [node.log for node in self.nodes] + [self.cluster.etcd_log]
         for n in self.cluster.nodes:
             paths += [n.log, n.pg_log]
         return paths
@@ -278,8 +362,8 @@ def main(argv):
     if os.geteuid() != 0:
         print("tools/ha-test: run as root (Patroni runs as postgres through runuser)", file=sys.stderr)
         return 2
-    if not args.db_only:
-        print("tools/ha-test: registryd nodes are not wired in yet; use --db-only", file=sys.stderr)
+    if not args.db_only and not os.access(args.bin, os.X_OK):
+        print("tools/ha-test: --bin %s is not an executable" % args.bin, file=sys.stderr)
         return 2
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
@@ -288,19 +372,23 @@ def main(argv):
     reason = None
     try:
         run.start_cluster()
+        if not args.db_only:
+            run.start_registryd()
         run.start_load()
         run.steady()
         for kind in ("postmaster", "postmaster", "node"):
             run.failover(kind)
         run.stop_load()
         run.verify()
+        run.stop_registryd()
         run.report()
-        passed = run.lost == 0 and run.check is not None and run.check[1]
+        failed_checks = [label for label, ok in run.checks if not ok]
+        passed = run.lost == 0 and not failed_checks
         if not passed:
-            reason = "acknowledged writes lost" if run.lost else "check failed"
+            reason = "%d acknowledged writes lost" % run.lost if run.lost else "check failed: %s" % "; ".join(failed_checks)
     except Interrupted as e:
         reason = "interrupted (%s)" % e
-    except (Failure, clusterlib.ClusterError) as e:
+    except (Failure, clusterlib.ClusterError, registry.RegistryError, RuntimeError) as e:
         reason = str(e)
     except Exception as e:  # a bug here still stops what we started
         import traceback
