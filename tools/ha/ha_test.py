@@ -166,8 +166,12 @@ class Run:
         self.events.append(event)
         victim = self.cluster.wait_healthy(REJOIN_TIMEOUT, all_running=True)
         event.victim = victim.name
-        if self.recorder.first_ack_after(time.monotonic() - 2) is None:
-            raise Failure("event %d: no acknowledged write in the 2 s before the kill" % event.number)
+        waited = time.monotonic()
+        while self.recorder.first_ack_after(time.monotonic() - 2) is None:
+            if time.monotonic() - waited > 30:
+                raise Failure("event %d: no acknowledged client write in the last 30 s before the kill (errors: %s)" % (
+                    event.number, dict(self.recorder.errors_between(waited, time.monotonic()).most_common(3))))
+            time.sleep(0.1)
         event.t_kill = time.monotonic()
         if kind == "postmaster":
             pid = victim.kill_postmaster()
