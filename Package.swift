@@ -4,7 +4,8 @@ import PackageDescription
 /// registryd: a push-notification device registry.
 ///
 /// Dependencies point one way:
-/// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`, `Registry → LMDB → CLMDB`;
+/// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`,
+/// `Registry → (LMDB → CLMDB, Postgres → CLibPQ, TokenSealing → COpenSSL)`;
 /// `JSON` (strict parser and escaping writer) is shared by the HTTP layers
 /// and `JWT`; `Codecs` (strict base64url, hex, constant-time compare) by
 /// `Registry`, `JWT`, `RegistryHTTP` and `registryd`. Neither depends on anything, so
@@ -17,10 +18,11 @@ import PackageDescription
 /// OpenSSL) know nothing of the registry, so each is tested on its own.
 /// `TokenSealing` (AES-256-GCM sealing and HMAC-SHA-256 index keys for
 /// tokens at rest, and their key file) depends only on `COpenSSL` and
-/// `Codecs`; nothing uses it yet.
+/// `Codecs`; `Registry` seals with it.
 /// `Postgres` (libpq connections on dedicated threads, a pool, retried
 /// transactions, advisory locks, versioned migrations) depends only on
-/// `CLibPQ`; nothing uses it yet.
+/// `CLibPQ`; `Registry`'s PostgreSQL store is built on it, and `registryd`
+/// uses its errors to tell an unreachable database at start.
 let package = Package(
     name: "registryd",
     // iOS: only RegistryClient is meant for it (Duration and ContinuousClock need iOS 16).
@@ -42,7 +44,7 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "Codecs"),
         .target(name: "Lifecycle"),
-        .target(name: "Registry", dependencies: ["LMDB", "Codecs", "Lifecycle", "TokenSealing"]),
+        .target(name: "Registry", dependencies: ["LMDB", "Postgres", "Codecs", "Lifecycle", "TokenSealing"]),
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL", "JSON", "Codecs"]),
@@ -53,7 +55,7 @@ let package = Package(
                 // (served by `GET /openapi.json`; no resource bundle beside the executable).
                 resources: [.embedInCode("OpenAPI/openapi.json")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON", "TokenSealing",
-                                                            "Lifecycle", "Codecs"]),
+                                                            "Lifecycle", "Codecs", "Postgres"]),
         .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB", "COpenSSL", "Codecs", "TokenSealing"], path: "Sources/registry-bench"),
 
@@ -61,7 +63,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
-        .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB", "Codecs", "TokenSealing"]),
+        .testTarget(name: "RegistryTests", dependencies: ["Registry", "LMDB", "Postgres", "Codecs", "TokenSealing"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs"]),
         .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs"]),

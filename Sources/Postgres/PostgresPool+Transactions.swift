@@ -35,7 +35,7 @@ extension PostgresPool {
                 if error.isSerializationFailure {
                     let ceiling = min(100, 1 << min(attempt, 7))
                     try await Task.sleep(for: .microseconds(Int.random(in: 0...ceiling * 1_000)))
-                } else if reconnects < 2, Self.failedBeforeCommit(error) {
+                } else if reconnects < 2, error.failedBeforeCommit {
                     reconnects += 1
                     let base = 100 * (1 << (reconnects - 1))
                     try await Task.sleep(for: .milliseconds(Int.random(in: base...base * 2)))
@@ -43,19 +43,6 @@ extension PostgresPool {
                     throw error
                 }
             }
-        }
-    }
-
-    /// An error after which nothing of the transaction can have committed
-    /// and a new connection may succeed.
-    static func failedBeforeCommit(_ error: PostgresError) -> Bool {
-        switch error.kind {
-        case .connectFailed, .connectionLost:
-            return true
-        case .server:
-            return error.connectionBroken || error.sqlState == PostgresError.SQLState.readOnlySQLTransaction
-        case .commitOutcomeUnknown, .transactionAborted, .decoding, .invalidParameter, .poolClosed, .migrationRefused:
-            return false
         }
     }
 
@@ -81,6 +68,23 @@ extension PostgresPool {
                 if (try? connection.advisoryUnlock(key)) != true { connection.close() }
             }
             return try body(connection)
+        }
+    }
+}
+
+extension PostgresError {
+    /// An error after which nothing of the transaction (or statement) can
+    /// have committed and a new connection may succeed: no connection, a
+    /// lost one, or a read-only standby (25006) after a failover. A read, or
+    /// a transaction whose COMMIT was not sent, may simply run again.
+    public var failedBeforeCommit: Bool {
+        switch kind {
+        case .connectFailed, .connectionLost:
+            return true
+        case .server:
+            return connectionBroken || sqlState == SQLState.readOnlySQLTransaction
+        case .commitOutcomeUnknown, .transactionAborted, .decoding, .invalidParameter, .poolClosed, .migrationRefused:
+            return false
         }
     }
 }

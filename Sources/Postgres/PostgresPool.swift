@@ -68,6 +68,13 @@ public final class PostgresPool: Sendable {
         await state.waitForExit()
     }
 
+    /// Stops the pool without waiting (for a caller that cannot suspend):
+    /// work still queued fails with `.poolClosed`, running work finishes,
+    /// then every thread closes its connection and exits on its own.
+    public func shutdown() {
+        state.shutdown()
+    }
+
     /// Connections opened successfully since the pool started (a first
     /// connection per thread, then each replacement).
     public var connectionsOpened: Int { state.connectionsOpened.load(ordering: .relaxed) }

@@ -76,18 +76,33 @@ public final class RegistryApplication: HTTPApplication {
         return .respond(response)
     }
 
-    /// The endpoint's handler bound to this call: inline for reads, suspending for writes.
+    /// The endpoint's handler bound to this call: inline for reads the store serves without
+    /// waiting, suspending for other reads and for writes.
     /// The body is within the row's limit: the server reads at most `readBody`'s `maxBytes`.
     private func handler(for match: Router.Match, credential: Credential) -> RequestHandler {
         let label = match.endpoint.label
         switch match.endpoint.handler {
         case .read(let read):
-            return .inline { [self] request in
+            if let reads = store.inlineReads {
+                return .inline { [self] request in
+                    let started = ContinuousClock.now
+                    let call = Call(match: match, credential: credential, request: request)
+                    let response: HTTPResponse
+                    do {
+                        response = try read(self, call, reads)
+                    } catch {
+                        response = self.response(for: error, call)
+                    }
+                    finish(request, label: label, response, started: started)
+                    return response
+                }
+            }
+            return .suspending { [self] request in
                 let started = ContinuousClock.now
                 let call = Call(match: match, credential: credential, request: request)
                 let response: HTTPResponse
                 do {
-                    response = try read(self, call)
+                    response = try await store.read { reads in try read(self, call, reads) }
                 } catch {
                     response = self.response(for: error, call)
                 }

@@ -45,7 +45,7 @@ enum GrowthLimitProbe {
             } catch {
                 say("write refused: \(error)")
                 do {
-                    _ = try store.devices(userId: "grow-0")
+                    _ = try await store.devices(userId: "grow-0")
                     say("read answered after the failure")
                 } catch {
                     say("read refused: \(error)")

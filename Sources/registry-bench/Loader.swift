@@ -190,7 +190,7 @@ enum Loader {
                 }
                 try await group.waitForAll()
             }
-            let stats = try store.stats()
+            let stats = try await store.stats()
             store.shutdown()
             let seconds = (ContinuousClock.now - started).seconds
             let (count, commands) = batches.withLock { ($0.count, $0.commands) }

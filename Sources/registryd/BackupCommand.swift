@@ -13,7 +13,12 @@ import Synchronization
 /// The copy is LMDB's compacting copy of one read snapshot. Its manifest
 /// (`backup.json`) holds counts read back from the copy itself, not from the
 /// live store, which may have moved on while copying.
-enum BackupCommand: OperatorCommand {
+///
+/// LMDB only: a PostgreSQL registry is backed up with PostgreSQL's own tools
+/// (`pg_basebackup` with WAL archiving for point-in-time recovery,
+/// `pg_dump`), which know its replication and transactions; `export` piped
+/// into `import --data-dir` gives an LMDB copy of it when one is wanted.
+enum BackupCommand: Subcommand {
     static let help = CommandHelp(
         name: "backup", synopsis: "--to DIR [--with-secrets] [--data-dir DIR]", tagline: "write a restorable hot copy",
         summary: """
@@ -30,6 +35,8 @@ enum BackupCommand: OperatorCommand {
             backup alone discloses every token and lets its holder mint device JWTs and call the
             internal API: store it where only operators can read it. Key files given by flags
             are never copied.
+            LMDB only: back up a PostgreSQL registry (--store postgres) with pg_basebackup or
+            pg_dump, or copy it into an LMDB data directory with export piped into import.
             """,
         flags: ["to", "with-secrets"] + Flags.store,
         example: """
@@ -37,11 +44,18 @@ enum BackupCommand: OperatorCommand {
             backup written to /backups/registry-2026-12-03: 100000 devices, 0 tombstones, 122.4 MiB (secrets not copied)
             """)
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+    /// Opens the store itself (not through `OperatorCommand`): it needs the LMDB store's copy.
+    static func run(_ arguments: Arguments) throws -> Int32 {
+        let settings = try Settings(arguments)
+        if case .postgres = settings.backend {
+            throw Arguments.Failure(description: "--store postgres: backup copies an LMDB registry; back up PostgreSQL with pg_basebackup (with WAL archiving) or pg_dump, or write an LMDB copy with 'registryd export --store postgres … | registryd import --data-dir DIR'")
+        }
         guard let (path, source) = arguments.value("to") else {
             throw Arguments.Failure(description: "--to is required")
         }
         guard !path.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
+        let store = try settings.openLMDB(.existing, directory: settings.layout.lmdb)
+        defer { store.shutdown() }
         let target = DataDirectory(path: path)
         try requireAbsentOrEmpty(target.path, source: source)
         try makePrivateDirectory(target.path)
@@ -127,7 +141,7 @@ enum BackupCommand: OperatorCommand {
 
     /// Opens the copy as `serve` would and counts what it holds.
     private static func statsOfCopy(_ target: DataDirectory, _ settings: Settings) throws -> StoreStats {
-        let copy = try settings.openStore(.existing, lmdbDirectory: target.lmdb)
+        let copy = try settings.openLMDB(.existing, directory: target.lmdb)
         defer { copy.shutdown() }
         return try copy.stats()
     }

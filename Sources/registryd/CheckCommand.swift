@@ -1,14 +1,17 @@
 import Foundation
 import Registry
 
-/// `registryd check`: compares every index with its records; prints each
-/// problem and exits 1 when there is any.
+/// `registryd check`: compares every index with its records (PostgreSQL:
+/// checks the registry's invariants); prints each problem and exits 1 when
+/// there is any.
 ///
-/// `registryd check --repair` first rebuilds every index from the records
-/// (`LMDBRegistryStore.repairIndexes`, in short steps a running server's
-/// writes interleave with): one line per fix (the first `fixLines`, then
-/// "... and N more"), a summary line with the counts; then it checks again
-/// and exits 0 only when that check is clean.
+/// `registryd check --repair` (LMDB only) first rebuilds every index from
+/// the records (`LMDBRegistryStore.repairIndexes`, in short steps a running
+/// server's writes interleave with): one line per fix (the first
+/// `fixLines`, then "... and N more"), a summary line with the counts; then
+/// it checks again and exits 0 only when that check is clean. PostgreSQL
+/// keeps its own indexes, so there is nothing of ours to rebuild: `--repair`
+/// with `--store postgres` exits 2.
 enum CheckCommand: OperatorCommand {
     static let help = CommandHelp(
         name: "check", synopsis: "[--repair] [--data-dir DIR]", tagline: "check (and repair) every index against its records",
@@ -23,6 +26,8 @@ enum CheckCommand: OperatorCommand {
             deleted, tokens whose device is gone removed, and a token held by two records kept
             by the one updated later. It prints one line per fix and a summary, then checks
             again: exit 0 only when that check is clean. Unreadable records are left alone.
+            With --store postgres, PostgreSQL keeps its indexes itself: check reports what breaks
+            the registry's invariants, and --repair is refused (exit 2).
             """,
         flags: ["repair"] + Flags.store,
         example: """
@@ -33,13 +38,20 @@ enum CheckCommand: OperatorCommand {
             """)
 
     static let fixLines = 100
+    /// Problems listed at most.
+    static let problemLines = 100
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+    static func checkSupported(_ settings: Settings, _ arguments: Arguments) throws(Arguments.Failure) {
+        guard arguments.isSet("repair"), case .postgres = settings.backend else { return }
+        throw Arguments.Failure(description: "--repair rebuilds the indexes of an LMDB registry; PostgreSQL keeps its indexes itself (run check without --repair: it reports what breaks the registry's invariants)")
+    }
+
+    static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
         let repairing = arguments.isSet("repair")
-        if repairing {
+        if repairing, let lmdb = store as? LMDBRegistryStore {
             let progress = ProgressLine("repair", unit: .entries, total: nil)
             let report = try Blocking.result {
-                try await store.repairIndexes(lineLimit: fixLines, progress: { done in progress.update(done) })
+                try await lmdb.repairIndexes(lineLimit: fixLines, progress: { done in progress.update(done) })
             }.get()
             progress.finish()
             for line in report.lines { print(line) }
@@ -47,11 +59,16 @@ enum CheckCommand: OperatorCommand {
             print(report.summary)
         }
         let progress = ProgressLine("check", unit: .entries, total: nil)
-        let problems = try store.check(progress: { done in progress.update(done) })
+        let problems = try Blocking.result {
+            try await store.check(limit: problemLines, progress: { done in progress.update(done) })
+        }.get()
         progress.finish()
         for problem in problems { print(problem) }
         if problems.isEmpty {
-            print("ok: every index agrees with its records")
+            switch settings.backend {
+            case .lmdb: print("ok: every index agrees with its records")
+            case .postgres: print("ok: the registry's invariants hold")
+            }
         } else {
             print(repairing ? "\(problems.count) problem(s) remain after the repair" : "\(problems.count) problem(s) found")
         }

@@ -4,9 +4,9 @@
 ///
 /// | path | holds |
 /// | --- | --- |
-/// | `lmdb/` | the LMDB environment (`data.mdb`, `lock.mdb`) |
+/// | `lmdb/` | the LMDB environment (`data.mdb`, `lock.mdb`); absent with `--store postgres` |
 /// | `secrets/` | generated secrets (0700; files 0600), `token-keys` among them |
-/// | `registryd.lock` | `serve`'s lock, holding its pid |
+/// | `registryd.lock` | `serve`'s lock, holding its pid (LMDB only) |
 /// | `backup.json` | in a backup: when it was taken, schema version, counts |
 struct DataDirectory: Sendable {
     let path: String

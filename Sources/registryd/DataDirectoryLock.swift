@@ -9,6 +9,9 @@ import Glibc
 /// The kernel drops the lock when the process ends, however it ends
 /// (kill -9 included), so a stale file never blocks a restart. Operator
 /// subcommands do not take it: they are meant to run beside the server.
+/// Nor does `serve --store postgres`: its writers are transactions on a
+/// database that many servers share by design, whatever data directory
+/// holds their secrets.
 final class DataDirectoryLock {
     private let fd: Int32
 

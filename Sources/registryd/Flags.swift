@@ -18,9 +18,18 @@ struct Flag: Sendable {
 
 enum Flags {
     static let all: [Flag] = [
-        // The data directory and the store's rules (serve and every operator command).
-        Flag(name: "data-dir", value: "DIR", summary: "the data directory (LMDB environment in DIR/lmdb, generated secrets in DIR/secrets)",
+        // The data directory, the backend and the store's rules (serve and every operator command).
+        Flag(name: "data-dir", value: "DIR",
+             summary: "the data directory (generated secrets in DIR/secrets; with --store lmdb, the LMDB environment in DIR/lmdb)",
              defaultValue: "./registry-data"),
+        Flag(name: "store", value: "KIND",
+             summary: "lmdb (in DIR/lmdb, one server) or postgres (the database --postgres-url names, shared by any number of servers)",
+             defaultValue: "lmdb"),
+        Flag(name: "postgres-url", value: "URL",
+             summary: "with --store postgres: a libpq connection string or postgresql:// URI (multi-host with target_session_attrs=read-write); logged without its password",
+             defaultValue: "none; required with --store postgres"),
+        Flag(name: "postgres-pool-size", value: "N", summary: "with --store postgres: connections (each on its own thread) this process opens (1-200)",
+             defaultValue: "16"),
         Flag(name: "device-ttl", value: "D", summary: "a device not seen for this long is swept (durations: 30s, 15m, 12h, 90d)",
              defaultValue: "90d"),
         Flag(name: "activity-ttl", value: "D", summary: "an activity token not refreshed for this long is swept", defaultValue: "90d"),
@@ -35,6 +44,9 @@ enum Flags {
         Flag(name: "listen", value: "HOST:PORT", summary: "address to serve on ([::1]:8080 for IPv6; port 0 picks a free port, logged)",
              defaultValue: "127.0.0.1:8080"),
         Flag(name: "sweep-interval", value: "D", summary: "time between two sweeps", defaultValue: "1h"),
+        Flag(name: "postgres-startup-timeout", value: "D",
+             summary: "with --store postgres: how long serve retries an unreachable database at start before exiting 1",
+             defaultValue: "30s"),
         Flag(name: "max-connections", value: "N", summary: "open connections at once (lowered to what ulimit -n allows, logged)",
              defaultValue: "10000"),
         Flag(name: "max-connections-per-address", value: "N", summary: "connections from one client address; 0 = off",
@@ -73,10 +85,10 @@ enum Flags {
     /// The entry for `name`; every name a command lists is in `all` (a test checks it).
     static func named(_ name: String) -> Flag? { byName[name] }
 
-    /// The data directory and the store's rules: every command that opens a registry.
-    static let store = ["data-dir", "device-ttl", "activity-ttl", "max-devices-per-user", "max-activities-per-device",
-                        "max-apps", "token-key-file", "log-level"]
+    /// The data directory, the backend and the store's rules: every command that opens a registry.
+    static let store = ["data-dir", "store", "postgres-url", "postgres-pool-size", "device-ttl", "activity-ttl",
+                        "max-devices-per-user", "max-activities-per-device", "max-apps", "token-key-file", "log-level"]
     static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
-    static let serve = store + ["listen", "sweep-interval", "max-connections", "max-connections-per-address",
-                                "header-timeout", "body-timeout"] + auth
+    static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
+                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth
 }

@@ -4,9 +4,9 @@ import Registry
 import RegistryHTTP
 
 /// `registryd import [--from FILE]`: writes `export`'s JSON lines (stdin by
-/// default) into the registry in `--data-dir`, creating it when the
-/// directory holds none, so export → import moves a registry to a new
-/// machine.
+/// default) into the registry `--store` names, creating it when there is
+/// none, so export → import moves a registry to a new machine, or between
+/// LMDB and PostgreSQL.
 ///
 /// Lines are read as a stream and written in batches of `batchSize`
 /// records, one group commit each, so an export larger than memory
@@ -20,12 +20,15 @@ enum ImportCommand: OperatorCommand {
         name: "import", synopsis: "[--from FILE] [--data-dir DIR]", tagline: "write export lines into a registry",
         summary: """
             Reads `registryd export` lines (--from FILE, default stdin) and writes them into the
-            registry in --data-dir, creating it when the directory is absent or empty; a server
-            may run on it meanwhile. Every field is checked with the API's rules; a bad line is
-            reported on stderr by its number and skipped, and the exit status is 1 at the end if
-            any line was bad (0 otherwise). A record replaces the one with the same user and
-            device (timestamps and sequence as exported; a token another record holds moves to
-            the imported one), so importing the same file twice changes nothing the second time.
+            registry in --data-dir, creating it when the directory is absent or empty (with
+            --store postgres: into the database --postgres-url names, its tables created when
+            missing); servers may run on it meanwhile. `export` from one backend piped into
+            `import` on the other moves a registry between LMDB and PostgreSQL. Every field is
+            checked with the API's rules; a bad line is reported on stderr by its number and
+            skipped, and the exit status is 1 at the end if any line was bad (0 otherwise). A
+            record replaces the one with the same user and device (timestamps and sequence as
+            exported; a token another record holds moves to the imported one), so importing the
+            same file twice changes nothing the second time.
             """,
         flags: ["from"] + Flags.store,
         example: """
@@ -39,7 +42,7 @@ enum ImportCommand: OperatorCommand {
     /// Records per group commit.
     static let batchSize = 500
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+    static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
         var fd = STDIN_FILENO
         var total: Int?
         if let (path, source) = arguments.value("from") {

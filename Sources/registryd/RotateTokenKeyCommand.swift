@@ -27,7 +27,9 @@ enum RotateTokenKeyCommand: Subcommand {
             itself), and then removes the old keys, which no value uses any more. The index
             key (which finds records by token) does not change. Back up the new key file:
             a backup taken before the rotation needs the old one. Run it where the server's
-            key file is (give the same --token-key-file).
+            key file is (give the same --token-key-file). With --store postgres every node must
+            read this very file (shared storage): a node whose copy lacks the new key cannot
+            open the tokens re-sealed under it.
             """,
         flags: Flags.store,
         example: """
@@ -38,13 +40,15 @@ enum RotateTokenKeyCommand: Subcommand {
     /// Passes before giving up on values still appearing under an old key
     /// (a server that cannot read the new key file keeps sealing with the old one).
     static let maxPasses = 5
+    /// Tokens re-sealed per write transaction.
+    static let batchSize = 500
 
     /// Opens the store itself (not through `OperatorCommand`): the key file
     /// is rotated before the store is opened with it.
     static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         let path = settings.tokenKeyFile ?? settings.layout.tokenKeys
-        guard FileManager.default.fileExists(atPath: settings.store.directory) else {
+        if case .lmdb = settings.backend, !FileManager.default.fileExists(atPath: settings.layout.lmdb) {
             throw Arguments.Failure(description: "--data-dir: no registry at '\(settings.dataDirectory)'")
         }
         let old: TokenKeyRing
@@ -65,8 +69,11 @@ enum RotateTokenKeyCommand: Subcommand {
         var pass = 0
         while true {
             pass += 1
-            resealed += try Blocking.result { try await store.resealTokens(progress: { progress.update($0) }) }.get()
-            let stillOld = try store.sealingKeyUsage().filter { $0.key != newID }.values.reduce(0, +)
+            resealed += try Blocking.result {
+                try await store.resealTokens(batchSize: batchSize, progress: { progress.update($0) })
+            }.get()
+            let usage = try Blocking.result { try await store.sealingKeyUsage() }.get()
+            let stillOld = usage.filter { $0.key != newID }.values.reduce(0, +)
             if stillOld == 0 { break }
             guard pass < maxPasses else {
                 progress.finish()

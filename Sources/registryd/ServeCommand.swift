@@ -15,23 +15,36 @@ import RegistryHTTP
 /// `ServiceGroup`, so shutdown is their start order reversed: the server
 /// stops accepting and drains requests in flight (its connection reaper
 /// stops after it), the sweeper stops, and the store's writer commits what
-/// it has before the environment closes. If a commit fails (storage
+/// it has before the environment closes. If an LMDB commit fails (storage
 /// unusable), the process exits 1 so its supervisor can restart it: nothing
 /// after a failed fsync is trusted.
+///
+/// With `--store postgres` many servers share one database, so no
+/// data-directory lock is taken; a database unreachable at start is retried
+/// for `--postgres-startup-timeout`, and one lost while serving is waited
+/// out (requests and `/healthz` answer 503 meanwhile; the pool reconnects).
 enum ServeCommand: Subcommand {
     static let help = CommandHelp(
         name: "serve", synopsis: "[FLAGS]", tagline: "serve the HTTP API (the default)",
         summary: """
             Serves the HTTP API of API.md on --listen, with the registry in --data-dir (created on
             first start, with generated secrets in DIR/secrets/ unless key files are given), and
-            sweeps expired records every --sweep-interval. One server per data directory: a
-            second serve on it exits 2 naming the pid that holds it. SIGTERM or SIGINT drain
-            requests in flight and exit 0; a failed commit (EIO, ENOSPC) exits 1.
+            sweeps expired records every --sweep-interval. One server per LMDB data directory:
+            a second serve on it exits 2 naming the pid that holds it. SIGTERM or SIGINT drain
+            requests in flight and exit 0; a failed LMDB commit (EIO, ENOSPC) exits 1.
+            With --store postgres the registry is the database --postgres-url names, and any
+            number of servers may serve it: give every one the same --token-key-file,
+            --internal-api-key-file and JWT key (DIR/secrets then holds only what is not given).
+            A database unreachable at start is retried for --postgres-startup-timeout, then
+            serve exits 1; one lost later answers 503 (also /healthz) until it is back.
             """,
         flags: Flags.serve,
         example: """
             registryd serve --data-dir /var/lib/registryd --listen 0.0.0.0:8080
-            {"level":"info","msg":"listening","address":"0.0.0.0:8080","dataDir":"/var/lib/registryd",...}
+            {"level":"info","msg":"listening","address":"0.0.0.0:8080","store":"lmdb","dataDir":"/var/lib/registryd",...}
+            registryd serve --store postgres --postgres-url 'postgresql://registry@db1,db2/registry?target_session_attrs=read-write' \
+              --token-key-file /etc/registryd/token-keys --internal-api-key-file /etc/registryd/internal-api.key \
+              --jwt-jwks-file /etc/registryd/jwks.json --listen 0.0.0.0:8080
             """)
 
     static func run(_ arguments: Arguments) throws -> Int32 {
@@ -52,12 +65,16 @@ enum ServeCommand: Subcommand {
         } catch {
             throw Arguments.Failure(description: "--listen: \(error)")
         }
-        // One server per data directory; held until the process exits.
-        let lock = try DataDirectoryLock.acquire(settings.layout)
+        // One server per LMDB data directory; held until the process exits.
+        // PostgreSQL is shared by design: its servers need no lock.
+        var lock: DataDirectoryLock?
+        if case .lmdb = settings.backend { lock = try DataDirectoryLock.acquire(settings.layout) }
         defer { withExtendedLifetime(lock) {} }
         let auth = try keys.completed(settings, logger: logger)
         let metrics = RegistryMetrics()
-        let store = try settings.openStore(.creatingIfMissing, metrics: metrics)
+        guard let store = try openStore(settings, metrics: metrics, signals: signals, logger: logger) else { return 0 }
+        // A failed LMDB commit is final; a PostgreSQL outage passes (see waitForStop).
+        let lmdb = store as? LMDBRegistryStore
 
         let sweeper = Sweeper(store: store, interval: settings.sweepInterval) { result, seconds in
             metrics.recordSweep(result, seconds: seconds)
@@ -95,33 +112,76 @@ enum ServeCommand: Subcommand {
         }
         let host = settings.server.host
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)")),
-                                  ("dataDir", .string(settings.dataDirectory)),
-                                  ("maxConnections", .int(Int64(server.connectionLimit)))])
+        logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)"))] + settings.backend.logFields
+                    + [("dataDir", .string(settings.dataDirectory)), ("maxConnections", .int(Int64(server.connectionLimit)))])
 
         ServiceManagerNotifier.notify("READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(shownHost):\(server.boundPort)")
 
-        let status = waitForStop(signals, store: store, logger: logger)
+        let status = waitForStop(signals, storeFailed: { lmdb?.isHealthy == false }, logger: logger)
         ServiceManagerNotifier.notify("STOPPING=1")
         services.stop()
         logger.info("stopped", [("status", .int(Int64(status)))])
         return status
     }
 
-    /// Blocks until SIGTERM/SIGINT (exit 0) or the store turns unhealthy (exit 1).
-    private static func waitForStop(_ signals: sigset_t, store: LMDBRegistryStore, logger: Logger) -> Int32 {
-        var set = signals
-        var timeout = timespec(tv_sec: 1, tv_nsec: 0)
+    /// Blocks until SIGTERM/SIGINT (exit 0) or `storeFailed` (exit 1): an
+    /// LMDB store after a failed commit, which is never retried, so the
+    /// process exits for its supervisor. A PostgreSQL outage is transient
+    /// (the pool reconnects; a failover finds the new primary): the server
+    /// stays up, answering 503 meanwhile.
+    private static func waitForStop(_ signals: sigset_t, storeFailed: () -> Bool, logger: Logger) -> Int32 {
         while true {
-            let received = sigtimedwait(&set, nil, &timeout)
-            if received == SIGTERM || received == SIGINT {
+            if let received = nextSignal(signals, within: .seconds(1)) {
                 logger.info("stopping", [("signal", .string(received == SIGTERM ? "SIGTERM" : "SIGINT"))])
                 return 0
             }
-            if !store.isHealthy {
+            if storeFailed() {
                 logger.error("storage_unusable", [("action", .string("exiting so the supervisor restarts the process"))])
                 return 1
             }
         }
+    }
+
+    /// Opens the store. A PostgreSQL database that cannot be reached is tried
+    /// again every second (logged) for `--postgres-startup-timeout`: servers
+    /// and their database often start together, and a failover takes
+    /// seconds. Then the last failure is thrown (exit 1). Returns `nil` when
+    /// SIGTERM or SIGINT arrived meanwhile.
+    private static func openStore(_ settings: Settings, metrics: RegistryMetrics, signals: sigset_t,
+                                  logger: Logger) throws -> (any RegistryMaintenance & Service)? {
+        let deadline = ContinuousClock.now + settings.postgresStartupTimeout
+        var attempts = 0
+        while true {
+            attempts += 1
+            do {
+                return try settings.openStore(.creatingIfMissing, metrics: metrics)
+            } catch let failure as Settings.DatabaseFailure where failure.isTransient {
+                let left = ContinuousClock.now.duration(to: deadline)
+                guard left > .zero else {
+                    let tried = "tried \(attempts) times for \(settings.postgresStartupTimeout.components.seconds)s"
+                    throw Settings.DatabaseFailure(description: "\(failure.description) (\(tried), --postgres-startup-timeout)",
+                                                   isTransient: true)
+                }
+                logger.warning("store_unreachable", settings.backend.logFields + [
+                    ("error", .string(failure.description)), ("attempts", .int(Int64(attempts))),
+                    ("retryingForSeconds", .int(left.components.seconds)),
+                ])
+                ServiceManagerNotifier.notify("STATUS=waiting for the database (attempt \(attempts))")
+                if let received = nextSignal(signals, within: .seconds(1)) {
+                    logger.info("stopping", [("signal", .string(received == SIGTERM ? "SIGTERM" : "SIGINT"))])
+                    return nil
+                }
+            }
+        }
+    }
+
+    /// SIGTERM or SIGINT if one arrives within `timeout` (they are blocked,
+    /// so only this wait sees them), else `nil`.
+    private static func nextSignal(_ signals: sigset_t, within timeout: Duration) -> Int32? {
+        var set = signals
+        var wait = timespec(tv_sec: Int(timeout.components.seconds),
+                            tv_nsec: Int(timeout.components.attoseconds / 1_000_000_000))
+        let received = sigtimedwait(&set, nil, &wait)
+        return received == SIGTERM || received == SIGINT ? received : nil
     }
 }

@@ -2,7 +2,6 @@ import Foundation
 import HTTPServer
 import JWT
 import Registry
-import TokenSealing
 import RegistryHTTP
 
 /// Everything `serve` and the operator subcommands are configured with,
@@ -14,10 +13,10 @@ import RegistryHTTP
 /// configures; a flag only overrides.
 struct Settings {
     var dataDirectory = "./registry-data"
-    /// The registry's configuration: `LMDBRegistryStore.Configuration`'s
-    /// defaults, then `--device-ttl`, `--activity-ttl`, `--max-devices-per-user`
-    /// and `--max-activities-per-device`. Opened by `openStore`.
-    var store: LMDBRegistryStore.Configuration
+    /// `--store`: LMDB in `DIR/lmdb`, or PostgreSQL at `--postgres-url`.
+    var backend: StoreBackend
+    /// The TTLs and limits, applied to the backend's configuration by `openStore`.
+    var rules: StoreRules
     /// `serve`'s HTTP server: `HTTPServerConfiguration`'s defaults, then
     /// `--listen` and the connection limits and deadlines.
     var server = HTTPServerConfiguration()
@@ -29,6 +28,8 @@ struct Settings {
     /// `--token-key-file`; `DIR/secrets/token-keys` when nil.
     var tokenKeyFile: String?
     var sweepInterval: Duration = .seconds(3600)
+    /// How long `serve` retries an unreachable PostgreSQL at start before exiting 1.
+    var postgresStartupTimeout: Duration = .seconds(30)
     var logLevel = Logger.Level.info
 
     init(_ arguments: Arguments) throws(Arguments.Failure) {
@@ -36,8 +37,8 @@ struct Settings {
             guard !value.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
             dataDirectory = value
         }
-        store = LMDBRegistryStore.Configuration(directory: DataDirectory(path: dataDirectory).lmdb,
-                                                tokenKeys: Self.placeholderKeys)
+        backend = try StoreBackend(arguments)
+        rules = try StoreRules(arguments)
         if let (value, source) = arguments.value("listen") {
             guard let address = ValueParsing.listenAddress(value) else {
                 throw Arguments.Failure(description: "\(source) must be HOST:PORT with an IP address or localhost, e.g. 127.0.0.1:8080 or [::1]:8080")
@@ -50,27 +51,8 @@ struct Settings {
         tokenKeyFile = try Self.nonEmpty(arguments, "token-key-file")
         issuer = try Self.nonEmpty(arguments, "jwt-issuer")
         audience = try Self.nonEmpty(arguments, "jwt-audience")
-        store.deviceTTL = try Self.duration(arguments, "device-ttl") ?? store.deviceTTL
-        store.activityTTL = try Self.duration(arguments, "activity-ttl") ?? store.activityTTL
         sweepInterval = try Self.duration(arguments, "sweep-interval") ?? sweepInterval
-        if let (value, source) = arguments.value("max-devices-per-user") {
-            guard let n = ValueParsing.positiveInt(value, max: 10_000) else {
-                throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 10000")
-            }
-            store.maxDevicesPerUser = n
-        }
-        if let (value, source) = arguments.value("max-apps") {
-            guard let n = ValueParsing.positiveInt(value, max: 10_000) else {
-                throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 10000")
-            }
-            store.maxApps = n
-        }
-        if let (value, source) = arguments.value("max-activities-per-device") {
-            guard let n = ValueParsing.positiveInt(value, max: 1_000) else {
-                throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 1000")
-            }
-            store.maxActivitiesPerDevice = n
-        }
+        postgresStartupTimeout = try Self.duration(arguments, "postgres-startup-timeout") ?? postgresStartupTimeout
         try readConnectionLimits(arguments)
         if let (value, source) = arguments.value("log-level") {
             guard let level = Logger.Level(name: value) else {
@@ -101,11 +83,6 @@ struct Settings {
 
     var layout: DataDirectory { DataDirectory(path: dataDirectory) }
 
-    /// Stands in until `openStore` reads the key file (nothing is read or
-    /// written while flags are parsed); never used to open a store.
-    private static let placeholderKeys = try! TokenKeyRing(
-        indexKey: [UInt8](repeating: 1, count: 32),
-        sealingKeys: [try! .init(id: 1, bytes: [UInt8](repeating: 2, count: 32))], currentKeyID: 1)
     var secretsDirectory: String { layout.secrets }
 
     private static func nonEmpty(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
@@ -114,7 +91,7 @@ struct Settings {
         return value
     }
 
-    private static func duration(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> Duration? {
+    static func duration(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> Duration? {
         guard let (value, source) = arguments.value(flag) else { return nil }
         guard let duration = ValueParsing.duration(value) else {
             throw Arguments.Failure(description: "\(source) \(ValueParsing.durationRule), got '\(value)'")

@@ -8,7 +8,10 @@ import RegistryHTTP
 enum StatsCommand: OperatorCommand {
     static let help = CommandHelp(
         name: "stats", synopsis: "[--json] [--data-dir DIR]", tagline: "print record counts and storage use",
-        summary: "Prints record counts and storage use of the registry in --data-dir (also while a server runs on it).",
+        summary: """
+            Prints record counts and storage use of the registry in --data-dir, or with --store
+            postgres in the database --postgres-url names (also while servers run on it).
+            """,
         flags: ["json"] + Flags.store,
         example: """
             registryd stats --data-dir /var/lib/registryd
@@ -22,8 +25,8 @@ enum StatsCommand: OperatorCommand {
             lastSweepAt        2026-12-03T09:00:00.000Z
             """)
 
-    static func run(_ store: LMDBRegistryStore, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
-        let stats = try store.stats()
+    static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
+        let stats = try Blocking.result { try await store.stats() }.get()
         if arguments.isSet("json") {
             print(String(decoding: JSONWriter.encode(StatsDocument.stats(stats)), as: UTF8.self))
         } else {

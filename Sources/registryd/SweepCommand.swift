@@ -16,6 +16,8 @@ enum SweepCommand: Subcommand {
             tokens, activity tokens not refreshed for --activity-ttl, tombstones as old as the
             device TTL), in the same short steps as the server's sweeper, so a running server
             keeps answering, and prints the counts. Give it the TTLs the server runs with.
+            With --store postgres one sweep runs at a time across all servers: while another
+            one is sweeping, this one removes nothing and prints zeros.
             """,
         flags: ["dry-run"] + Flags.store,
         example: """

@@ -10,12 +10,13 @@ struct AppFamilyTests {
         let f = try makeStore(); defer { f.close() }
         #expect(try await f.store.register("alice", app: appA, "phone", token: 1).created)
         #expect(try await f.store.register("alice", app: appB, "phone", token: 2).created)
-        let a = try #require(try f.store.device(userId: "alice", appId: appA, deviceId: "phone"))
-        let b = try #require(try f.store.device(userId: "alice", appId: appB, deviceId: "phone"))
+        let a = try #require(try await f.store.device(userId: "alice", appId: appA, deviceId: "phone"))
+        let b = try #require(try await f.store.device(userId: "alice", appId: appB, deviceId: "phone"))
         #expect(a.appId == appA && a.pushToken?.token == apnsToken(1))
         #expect(b.appId == appB && b.pushToken?.token == apnsToken(2))
-        #expect(try f.store.device(userId: "alice", deviceId: "phone") == nil, "the v1 read is the default app's")
-        #expect(try f.store.stats().devices == 2 && f.store.stats().pushTokens == 2)
+        #expect(try await f.store.device(userId: "alice", deviceId: "phone") == nil, "the v1 read is the default app's")
+        let stats = try await f.store.stats()
+        #expect(stats.devices == 2 && stats.pushTokens == 2)
     }
 
     @Test func aUsersDevicesListEveryAppUnlessNarrowed() async throws {
@@ -25,17 +26,17 @@ struct AppFamilyTests {
         try await f.store.register("alice", "tablet", token: 3)
         try await f.store.register("alice", app: appA, "tablet", token: 4)
         // One instant for all: ties go by appId bytes, then deviceId bytes.
-        let all = try f.store.devices(userId: "alice", appId: nil)
+        let all = try await f.store.devices(userId: "alice", appId: nil)
         #expect(all.map { "\($0.appId)/\($0.deviceId)" }
                 == ["\(appA)/phone", "\(appA)/tablet", "\(appB)/phone", "default/tablet"])
         #expect(all.map { $0.pushToken?.token } == [apnsToken(1), apnsToken(4), apnsToken(2), apnsToken(3)])
-        #expect(try f.store.devices(userId: "alice") == all, "the v1 list sees every app")
-        let onlyA = try f.store.devices(userId: "alice", appId: appA)
+        #expect(try await f.store.devices(userId: "alice") == all, "the v1 list sees every app")
+        let onlyA = try await f.store.devices(userId: "alice", appId: appA)
         #expect(onlyA.map(\.deviceId) == ["phone", "tablet"] && onlyA.allSatisfy { $0.appId == appA })
-        #expect(try f.store.devices(userId: "alice", appId: "default").map(\.deviceId) == ["tablet"])
+        #expect(try await f.store.devices(userId: "alice", appId: "default").map(\.deviceId) == ["tablet"])
         f.clock.advance(seconds: 1)
         try await f.store.register("alice", app: appB, "phone")
-        #expect(try f.store.devices(userId: "alice", appId: nil).first?.appId == appB, "most recently seen first")
+        #expect(try await f.store.devices(userId: "alice", appId: nil).first?.appId == appB, "most recently seen first")
     }
 
     @Test func theSenderReadOfManyUsersFiltersByApp() async throws {
@@ -43,10 +44,10 @@ struct AppFamilyTests {
         try await f.store.register("alice", app: appA, "d1", token: 1)
         try await f.store.register("alice", app: appB, "d1", token: 2)
         try await f.store.register("bob", app: appB, "d2", token: 3)
-        let all = try f.store.devices(userIds: ["bob", "alice"], appId: nil)
+        let all = try await f.store.devices(userIds: ["bob", "alice"], appId: nil)
         #expect(all.map(\.userId) == ["alice", "bob"])
         #expect(all[0].devices.map(\.appId) == [appA, appB])
-        let onlyA = try f.store.devices(userIds: ["bob", "alice"], appId: appA)
+        let onlyA = try await f.store.devices(userIds: ["bob", "alice"], appId: appA)
         #expect(onlyA.map(\.userId) == ["alice"], "a user with no device in the app is absent")
         #expect(onlyA.first?.devices.map { $0.pushToken?.token } == [apnsToken(1)])
     }
@@ -59,13 +60,13 @@ struct AppFamilyTests {
             f.clock.advance(seconds: 1)
             try await f.store.register("alice", app: appA, "a\(n)", token: n)
         }
-        #expect(try f.store.devices(userId: "alice", appId: appA).map(\.deviceId) == ["a4", "a3"])
-        #expect(try f.store.devices(userId: "alice", appId: appB).map(\.deviceId) == ["b1", "b2"],
+        #expect(try await f.store.devices(userId: "alice", appId: appA).map(\.deviceId) == ["a4", "a3"])
+        #expect(try await f.store.devices(userId: "alice", appId: appB).map(\.deviceId) == ["b1", "b2"],
                 "another app's devices are not evicted")
         // The default app has its own cap too.
         try await f.store.register("alice", "x1")
         try await f.store.register("alice", "x2")
-        #expect(try f.store.devices(userId: "alice", appId: nil).count == 6)
+        #expect(try await f.store.devices(userId: "alice", appId: nil).count == 6)
     }
 
     @Test func pushToStartAndActivityRegistrationsCreateDevicesUnderTheCapOfTheirApp() async throws {
@@ -77,9 +78,9 @@ struct AppFamilyTests {
         try await f.store.registerActivity("m", "alice", "a2", token: 2, appId: appA)
         f.clock.advance(seconds: 1)
         try await f.store.registerActivity("m", "alice", "a3", token: 3, appId: appA)
-        #expect(try f.store.devices(userId: "alice", appId: appA).map(\.deviceId) == ["a3", "a2"])
-        #expect(try f.store.device(userId: "alice", deviceId: "phone")?.pushToken?.token == apnsToken(100))
-        #expect(try f.store.historyShapes("alice", limit: 2).last
+        #expect(try await f.store.devices(userId: "alice", appId: appA).map(\.deviceId) == ["a3", "a2"])
+        #expect(try await f.store.device(userId: "alice", deviceId: "phone")?.pushToken?.token == apnsToken(100))
+        #expect(try await f.store.historyShapes("alice", limit: 2).last
                 == EventShape(appId: appA, "a1", .pushToStart, .removed, reason: .deviceCap))
     }
 
@@ -91,8 +92,8 @@ struct AppFamilyTests {
         try await f.store.register("alice", app: appB, "phone")
         f.clock.advance(seconds: 5 * 3_600)
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts(devices: 1))
-        #expect(try f.store.devices(userId: "alice", appId: nil).map(\.appId) == [appB])
-        #expect(try f.store.historyShapes("alice", limit: 1) == [EventShape(appId: appA, "phone", .push, .removed, reason: .expired)])
+        #expect(try await f.store.devices(userId: "alice", appId: nil).map(\.appId) == [appB])
+        #expect(try await f.store.historyShapes("alice", limit: 1) == [EventShape(appId: appA, "phone", .push, .removed, reason: .expired)])
     }
 
     @Test func signOutOfOneAppLeavesTheOther() async throws {
@@ -103,13 +104,13 @@ struct AppFamilyTests {
         try await f.store.registerPushToStart("alice", "phone", token: 4, appId: appB)
         try await f.store.registerActivity("m", "alice", "phone", token: 5, appId: appB)
         try await f.store.signOut(userId: "alice", appId: appA, deviceId: "phone", sequence: nil)
-        #expect(try f.store.device(userId: "alice", appId: appA, deviceId: "phone") == nil)
-        let b = try #require(try f.store.device(userId: "alice", appId: appB, deviceId: "phone"))
+        #expect(try await f.store.device(userId: "alice", appId: appA, deviceId: "phone") == nil)
+        let b = try #require(try await f.store.device(userId: "alice", appId: appB, deviceId: "phone"))
         #expect(b.pushToken?.token == apnsToken(3) && b.pushToStartToken?.token == apnsToken(4) && b.activityCount == 1)
-        #expect(try f.store.allActivityTokens("m").map(\.appId) == [appB])
+        #expect(try await f.store.allActivityTokens("m").map(\.appId) == [appB])
         // The v1 sign-out is the default app's: neither app's record is touched.
         try await f.store.signOut(userId: "alice", deviceId: "phone", sequence: nil)
-        #expect(try f.store.device(userId: "alice", appId: appB, deviceId: "phone") != nil)
+        #expect(try await f.store.device(userId: "alice", appId: appB, deviceId: "phone") != nil)
     }
 
     @Test func theTokenDeletesNameOneApp() async throws {
@@ -120,32 +121,32 @@ struct AppFamilyTests {
         try await f.store.registerActivity("m", "alice", "phone", token: 4, appId: appB)
         try await f.store.removePushToStartToken(userId: "alice", appId: appA, deviceId: "phone")
         try await f.store.removeActivityToken(activityId: "m", userId: "alice", appId: appB, deviceId: "phone")
-        #expect(try f.store.device(userId: "alice", appId: appA, deviceId: "phone")?.pushToStartToken == nil)
-        #expect(try f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.pushToStartToken?.token == apnsToken(2))
-        #expect(try f.store.allActivityTokens("m").map { "\($0.appId) \($0.token)" } == ["\(appA) \(apnsToken(3))"])
-        #expect(try f.store.device(userId: "alice", appId: appA, deviceId: "phone")?.activityCount == 1)
-        #expect(try f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.activityCount == 0)
+        #expect(try await f.store.device(userId: "alice", appId: appA, deviceId: "phone")?.pushToStartToken == nil)
+        #expect(try await f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.pushToStartToken?.token == apnsToken(2))
+        #expect(try await f.store.allActivityTokens("m").map { "\($0.appId) \($0.token)" } == ["\(appA) \(apnsToken(3))"])
+        #expect(try await f.store.device(userId: "alice", appId: appA, deviceId: "phone")?.activityCount == 1)
+        #expect(try await f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.activityCount == 0)
     }
 
     @Test func theOneOwnerRuleIsGlobalAcrossApps() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", app: appA, "phone", token: 1)
         try await f.store.register("alice", app: appB, "phone", token: 1)
-        #expect(try f.store.device(userId: "alice", appId: appA, deviceId: "phone") == nil)
-        #expect(try f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.pushToken?.token == apnsToken(1))
-        #expect(try f.store.historyShapes("alice", limit: 2) == [
+        #expect(try await f.store.device(userId: "alice", appId: appA, deviceId: "phone") == nil)
+        #expect(try await f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.pushToken?.token == apnsToken(1))
+        #expect(try await f.store.historyShapes("alice", limit: 2) == [
             EventShape(appId: appB, "phone", .push, .registered),
             EventShape(appId: appA, "phone", .push, .removed, reason: .movedToDevice),
         ])
         // Across users and apps, for each token kind.
         try await f.store.registerPushToStart("alice", "phone", token: 2, appId: appA)
         try await f.store.registerPushToStart("bob", "tablet", token: 2, appId: appB)
-        #expect(try f.store.device(userId: "alice", appId: appA, deviceId: "phone") == nil)
+        #expect(try await f.store.device(userId: "alice", appId: appA, deviceId: "phone") == nil)
         try await f.store.registerActivity("m", "alice", "phone", token: 3, appId: appB)
         try await f.store.registerActivity("m", "bob", "tablet", token: 3)
-        #expect(try f.store.allActivityTokens("m").map { "\($0.userId) \($0.appId)" } == ["bob default"])
-        #expect(try f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.activityCount == 0)
-        #expect(try f.indexProblems() == [])
+        #expect(try await f.store.allActivityTokens("m").map { "\($0.userId) \($0.appId)" } == ["bob default"])
+        #expect(try await f.store.device(userId: "alice", appId: appB, deviceId: "phone")?.activityCount == 0)
+        #expect(try await f.check() == [])
     }
 
     @Test func theActivityFanOutCarriesAndFiltersByApp() async throws {
@@ -157,7 +158,7 @@ struct AppFamilyTests {
         }
         let registered = try await f.store.registerActivity("m", "z", "d", token: 400, appId: appB)
         #expect(registered.appId == appB)
-        let all = try f.store.allActivityTokens("m")
+        let all = try await f.store.allActivityTokens("m")
         #expect(all.count == 7 + 8 + 3)
         #expect(Set(all.map(\.appId)) == [appA, appB, "default"])
         #expect(all.allSatisfy { t in
@@ -171,7 +172,7 @@ struct AppFamilyTests {
                 var cursor: String?
                 var pages = 0
                 repeat {
-                    let page = try f.store.activityTokens(activityId: "m", appId: app, limit: pageSize, cursor: cursor)
+                    let page = try await f.store.activityTokens(activityId: "m", appId: app, limit: pageSize, cursor: cursor)
                     #expect(page.tokens.count <= pageSize)
                     #expect(!page.tokens.isEmpty, "no empty page before the end")
                     walked += page.tokens
@@ -206,7 +207,7 @@ struct AppFamilyTests {
             f.clock.advance(seconds: 1)
             try await f.store.signOut(userId: "alice", appId: appA, deviceId: "a\(n)", sequence: 5)
         }
-        #expect(try f.store.stats().tombstones == 4)
+        #expect(try await f.store.stats().tombstones == 4)
         #expect(try await f.store.register("alice", app: appA, "a1", sequence: 1).created, "app A's oldest went")
         #expect(await registryError { try await f.store.register("alice", app: appA, "a2", sequence: 1) } == .staleWrite)
         #expect(await registryError { try await f.store.register("alice", app: appB, "b1", sequence: 1) } == .staleWrite)
@@ -218,21 +219,22 @@ struct AppFamilyTests {
         try await f.store.register("alice", app: appA, "phone", token: 1)
         try await f.store.registerActivity("m", "alice", "phone", token: 2, appId: appA)
         let never = "com.example.never"
-        #expect(try f.store.device(userId: "alice", appId: never, deviceId: "phone") == nil)
-        #expect(try f.store.devices(userId: "alice", appId: never) == [])
-        #expect(try f.store.devices(userIds: ["alice"], appId: never) == [])
-        #expect(try f.store.activityTokens(activityId: "m", appId: never, limit: 10, cursor: nil)
+        #expect(try await f.store.device(userId: "alice", appId: never, deviceId: "phone") == nil)
+        #expect(try await f.store.devices(userId: "alice", appId: never) == [])
+        #expect(try await f.store.devices(userIds: ["alice"], appId: never) == [])
+        #expect(try await f.store.activityTokens(activityId: "m", appId: never, limit: 10, cursor: nil)
                 == ActivityTokenPage(tokens: [], nextCursor: nil))
         try await f.store.signOut(userId: "alice", appId: never, deviceId: "phone", sequence: nil)
         try await f.store.removePushToStartToken(userId: "alice", appId: never, deviceId: "phone")
         try await f.store.removeActivityToken(activityId: "m", userId: "alice", appId: never, deviceId: "phone")
-        #expect(try f.store.device(userId: "alice", appId: appA, deviceId: "phone")?.activityCount == 1)
-        #expect(try f.store.stats().devices == 1 && f.store.stats().tombstones == 0)
+        #expect(try await f.store.device(userId: "alice", appId: appA, deviceId: "phone")?.activityCount == 1)
+        let stats = try await f.store.stats()
+        #expect(stats.devices == 1 && stats.tombstones == 0)
         // A default app never written reads as empty too.
         let g = try makeStore(); defer { g.close() }
         try await g.store.register("alice", app: appA, "phone")
-        #expect(try g.store.device(userId: "alice", deviceId: "phone") == nil)
-        #expect(try g.store.devices(userId: "alice", appId: "default") == [])
+        #expect(try await g.store.device(userId: "alice", deviceId: "phone") == nil)
+        #expect(try await g.store.devices(userId: "alice", appId: "default") == [])
     }
 
     @Test func aSequencedSignOutOfAnAppNeverWrittenStillLeavesItsTombstone() async throws {
@@ -252,12 +254,12 @@ struct AppFamilyTests {
             try await group.waitForAll()
         }
         for i in 0..<24 {
-            let d = try f.store.device(userId: "alice", appId: "com.example.app\(i)", deviceId: "phone")
+            let d = try await f.store.device(userId: "alice", appId: "com.example.app\(i)", deviceId: "phone")
             #expect(d?.appId == "com.example.app\(i)" && d?.pushToken?.token == apnsToken(i))
         }
         try f.reopen()
-        #expect(Set(try f.store.devices(userId: "alice", appId: nil).map(\.appId)).count == 24)
-        #expect(try f.store.device(userId: "alice", appId: "com.example.app7", deviceId: "phone")?.pushToken?.token == apnsToken(7))
+        #expect(try await Set(f.store.devices(userId: "alice", appId: nil).map(\.appId)).count == 24)
+        #expect(try await f.store.device(userId: "alice", appId: "com.example.app7", deviceId: "phone")?.pushToken?.token == apnsToken(7))
     }
 }
 
@@ -279,9 +281,9 @@ struct AppLimitTests {
             return
         }
         #expect(field == "appId")
-        #expect(try f.store.devices(userId: "u").count == 3)
+        #expect(try await f.store.devices(userId: "u").count == 3)
         // A known app still registers.
         _ = try await f.store.registerDevice(DeviceRegistration(userId: "v", deviceId: "d", appId: "com.b"))
-        #expect(try f.store.devices(userId: "v").map(\.appId) == ["com.b"])
+        #expect(try await f.store.devices(userId: "v").map(\.appId) == ["com.b"])
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// A failed commit is never acknowledged: a map at its configured maximum
 /// is retryable (nothing touched the disk), any disk error stops all
 /// writing for good.
-struct CommitFailureTests {
+@Suite(.lmdbOnly) struct CommitFailureTests {
     @Test func aFullMapIsStorageFull() {
         #expect(GroupCommitWriter.classify(LMDBError.mapFull) == .storageFull)
     }
@@ -22,17 +22,17 @@ struct CommitFailureTests {
         }
     }
 
-    @Test func aBatchThatCannotCommitFailsEveryLaterWriteAndMarksTheStoreUnhealthy() async throws {
+    @Test(.lmdbOnly) func aBatchThatCannotCommitFailsEveryLaterWriteAndMarksTheStoreUnhealthy() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1")
-        #expect(f.store.isHealthy)
+        #expect(f.lmdb.isHealthy)
         f.lmdb.environment.close()
         let first = await registryError { try await f.store.register("alice", "d2") }
         guard case .unavailable? = first else {
             Issue.record("expected unavailable, got \(String(describing: first))")
             return
         }
-        #expect(!f.store.isHealthy)
+        #expect(!f.lmdb.isHealthy)
         #expect(await registryError { try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil) } == first)
     }
 }

@@ -6,15 +6,15 @@ import Testing
 struct ExportImportTests {
     private let appA = "com.example.a"
 
-    private func exported(_ f: StoreFixture) throws -> [ExportedRecord] {
+    private func exported(_ f: StoreFixture) async throws -> [ExportedRecord] {
         var records: [ExportedRecord] = []
-        try f.lmdb.export { records.append($0) }
+        try await f.maintenance.export { records.append($0) }
         return records
     }
 
     /// What `stats()` counts (not the bytes used, which copy-on-write moves).
-    private func counts(_ f: StoreFixture) throws -> [Int] {
-        let s = try f.store.stats()
+    private func counts(_ f: StoreFixture) async throws -> [Int] {
+        let s = try await f.store.stats()
         return [s.devices, s.pushTokens, s.pushToStartTokens, s.activityTokens, s.tombstones, s.historyEvents]
     }
 
@@ -38,60 +38,60 @@ struct ExportImportTests {
 
     @Test func historyAndAppsSurviveARoundTrip() async throws {
         let source = try await makeSource(); defer { source.close() }
-        let records = try exported(source)
+        let records = try await exported(source)
         #expect(records.contains { if case .history = $0 { true } else { false } })
         let target = try makeStore(); defer { target.close() }
         // The target already knows another app, so the app codes differ from the source's.
         try await target.store.register("zed", app: "com.example.z", "d", token: 99)
-        _ = try await target.lmdb.importRecords(records)
+        _ = try await target.maintenance.importRecords(records)
 
         for user in ["alice", "bob"] {
-            #expect(try target.store.history(userId: user, limit: 100) == source.store.history(userId: user, limit: 100))
-            #expect(try target.store.devices(userId: user, appId: nil) == source.store.devices(userId: user, appId: nil))
+            #expect(try await target.store.history(userId: user, limit: 100) == source.store.history(userId: user, limit: 100))
+            #expect(try await target.store.devices(userId: user, appId: nil) == source.store.devices(userId: user, appId: nil))
         }
-        #expect(try target.store.history(userId: "alice", limit: 100).count == 6)
-        #expect(Set(try target.store.history(userId: "alice", limit: 100).map(\.appId)) == ["default", appA])
-        #expect(try target.store.device(userId: "alice", appId: appA, deviceId: "phone")?.pushToStartToken?.environment == .sandbox)
-        #expect(try target.store.activityTokens(activityId: "m", appId: appA, limit: 10, cursor: nil).tokens
+        #expect(try await target.store.history(userId: "alice", limit: 100).count == 6)
+        #expect(try await Set(target.store.history(userId: "alice", limit: 100).map(\.appId)) == ["default", appA])
+        #expect(try await target.store.device(userId: "alice", appId: appA, deviceId: "phone")?.pushToStartToken?.environment == .sandbox)
+        #expect(try await target.store.activityTokens(activityId: "m", appId: appA, limit: 10, cursor: nil).tokens
                 == source.store.activityTokens(activityId: "m", appId: appA, limit: 10, cursor: nil).tokens)
-        #expect(try target.store.allActivityTokens("m").map(\.environment) == [.sandbox])
+        #expect(try await target.store.allActivityTokens("m").map(\.environment) == [.sandbox])
         // Tombstones keep their app.
         #expect(await registryError { try await target.store.register("bob", app: appA, "old", sequence: 5) } == .staleWrite)
         #expect(try await target.store.register("bob", "old", sequence: 5).created)
-        #expect(try target.lmdb.check() == [])
+        #expect(try await target.check() == [])
     }
 
-    @Test func importingTwiceChangesNothing() async throws {
+    @Test(.lmdbOnly) func importingTwiceChangesNothing() async throws {
         let source = try await makeSource(); defer { source.close() }
-        let records = try exported(source)
+        let records = try await exported(source)
         let target = try makeStore(); defer { target.close() }
-        _ = try await target.lmdb.importRecords(records)
+        _ = try await target.maintenance.importRecords(records)
         let once = try target.entries()
-        let statsOnce = try counts(target)
-        _ = try await target.lmdb.importRecords(records)
-        #expect(try counts(target) == statsOnce)
+        let statsOnce = try await counts(target)
+        _ = try await target.maintenance.importRecords(records)
+        #expect(try await counts(target) == statsOnce)
         let twice = try target.entries()
         #expect(twice["history"] == once["history"], "no history event written twice")
         #expect(twice["expiry"] == once["expiry"])
         #expect(twice["devices"] == once["devices"] && twice["tombstones"] == once["tombstones"])
-        #expect(try target.store.history(userId: "alice", limit: 100) == source.store.history(userId: "alice", limit: 100))
+        #expect(try await target.store.history(userId: "alice", limit: 100) == source.store.history(userId: "alice", limit: 100))
         // Importing into the very store it came from changes nothing either.
-        let before = try counts(source)
-        _ = try await source.lmdb.importRecords(records)
-        #expect(try counts(source) == before)
-        #expect(try exported(source) == records)
+        let before = try await counts(source)
+        _ = try await source.maintenance.importRecords(records)
+        #expect(try await counts(source) == before)
+        #expect(try await exported(source) == records)
     }
 
     @Test func anImportWritesNoHistoryOfItsOwn() async throws {
         let target = try makeStore(); defer { target.close() }
         try await target.store.register("alice", "phone", token: 1)
-        let record = try #require(try target.store.device(userId: "alice", deviceId: "phone"))
+        let record = try #require(try await target.store.device(userId: "alice", deviceId: "phone"))
         // A record that takes alice's token from her and replaces another.
         var other = record
         other.userId = "carol"
-        _ = try await target.lmdb.importRecords([.device(other, activityTokens: [])])
-        #expect(try target.store.history(userId: "carol", limit: 100) == [])
-        #expect(try target.store.history(userId: "alice", limit: 100).count == 1)
+        _ = try await target.maintenance.importRecords([.device(other, activityTokens: [])])
+        #expect(try await target.store.history(userId: "carol", limit: 100) == [])
+        #expect(try await target.store.history(userId: "alice", limit: 100).count == 1)
     }
 
     @Test func identicalEventsOfOneMillisecondBothSurviveARoundTrip() async throws {
@@ -100,14 +100,14 @@ struct ExportImportTests {
         try await source.store.registerActivity("m", "alice", "phone", token: 1)
         try await source.store.removeActivityToken(activityId: "m", userId: "alice", deviceId: "phone")
         try await source.store.registerActivity("m", "alice", "phone", token: 1)
-        let history = try source.store.history(userId: "alice", limit: 100)
+        let history = try await source.store.history(userId: "alice", limit: 100)
         #expect(history.count == 3 && history[0] == history[2])
-        let records = try exported(source)
+        let records = try await exported(source)
         let target = try makeStore(); defer { target.close() }
-        _ = try await target.lmdb.importRecords(records)
-        #expect(try target.store.history(userId: "alice", limit: 100) == history)
-        _ = try await target.lmdb.importRecords(records)
-        #expect(try target.store.history(userId: "alice", limit: 100) == history)
+        _ = try await target.maintenance.importRecords(records)
+        #expect(try await target.store.history(userId: "alice", limit: 100) == history)
+        _ = try await target.maintenance.importRecords(records)
+        #expect(try await target.store.history(userId: "alice", limit: 100) == history)
         // Also when the twins land in two of the import's transactions (500 records each).
         let events = records.filter { if case .history = $0 { true } else { false } }
         #expect(events.count == 3)
@@ -115,7 +115,7 @@ struct ExportImportTests {
             ExportedRecord.tombstone(Tombstone(userId: "filler", deviceId: "d\(i)", sequence: 1, deletedAt: target.clock.now()))
         }
         let split = try makeStore(); defer { split.close() }
-        _ = try await split.lmdb.importRecords(filler + events)
-        #expect(try split.store.history(userId: "alice", limit: 100) == history)
+        _ = try await split.maintenance.importRecords(filler + events)
+        #expect(try await split.store.history(userId: "alice", limit: 100) == history)
     }
 }

@@ -11,11 +11,11 @@ struct FanOutTests {
     @Test func pagesCoverEveryTokenAndTheLastCursorIsNil() async throws {
         let f = try makeStore(); defer { f.close() }
         for i in 0..<5 { try await addToken(f.store, "m", user: "u\(i)", i) }
-        let first = try f.store.activityTokens(activityId: "m", limit: 2, cursor: nil)
+        let first = try await f.store.activityTokens(activityId: "m", limit: 2, cursor: nil)
         let afterFirst = try #require(first.nextCursor)
-        let second = try f.store.activityTokens(activityId: "m", limit: 2, cursor: afterFirst)
+        let second = try await f.store.activityTokens(activityId: "m", limit: 2, cursor: afterFirst)
         let afterSecond = try #require(second.nextCursor)
-        let third = try f.store.activityTokens(activityId: "m", limit: 2, cursor: afterSecond)
+        let third = try await f.store.activityTokens(activityId: "m", limit: 2, cursor: afterSecond)
         #expect((first.tokens + second.tokens + third.tokens).map(\.userId) == ["u0", "u1", "u2", "u3", "u4"])
         #expect(third.tokens.count == 1 && third.nextCursor == nil)
         #expect(first.tokens[0] == ActivityToken(activityId: "m", userId: "u0", deviceId: "d", token: apnsToken(0),
@@ -25,20 +25,20 @@ struct FanOutTests {
     @Test func aFullLastPageHasNoCursor() async throws {
         let f = try makeStore(); defer { f.close() }
         for i in 0..<4 { try await addToken(f.store, "m", user: "u\(i)", i) }
-        let first = try f.store.activityTokens(activityId: "m", limit: 2, cursor: nil)
+        let first = try await f.store.activityTokens(activityId: "m", limit: 2, cursor: nil)
         let afterFirst = try #require(first.nextCursor)
-        let second = try f.store.activityTokens(activityId: "m", limit: 2, cursor: afterFirst)
+        let second = try await f.store.activityTokens(activityId: "m", limit: 2, cursor: afterFirst)
         #expect(second.tokens.count == 2 && second.nextCursor == nil)
-        #expect(try f.store.activityTokens(activityId: "m", limit: 4, cursor: nil).nextCursor == nil)
-        #expect(try f.store.activityTokens(activityId: "empty", limit: 4, cursor: nil) == ActivityTokenPage(tokens: [], nextCursor: nil))
+        #expect(try await f.store.activityTokens(activityId: "m", limit: 4, cursor: nil).nextCursor == nil)
+        #expect(try await f.store.activityTokens(activityId: "empty", limit: 4, cursor: nil) == ActivityTokenPage(tokens: [], nextCursor: nil))
     }
 
     @Test func activitiesWhoseIdsSharePrefixesStayApart() async throws {
         let f = try makeStore(); defer { f.close() }
         try await addToken(f.store, "m1", user: "a", 1)
         try await addToken(f.store, "m10", user: "b", 2)
-        #expect(try f.store.allActivityTokens("m1").map(\.userId) == ["a"])
-        #expect(try f.store.allActivityTokens("m10").map(\.userId) == ["b"])
+        #expect(try await f.store.allActivityTokens("m1").map(\.userId) == ["a"])
+        #expect(try await f.store.allActivityTokens("m10").map(\.userId) == ["b"])
     }
 
     @Test func tokensPresentForTheWholeWalkAppearExactlyOnceWhileTokensChange() async throws {
@@ -49,7 +49,7 @@ struct FanOutTests {
         var cursor: String?
         var round = 0
         repeat {
-            let page = try f.store.activityTokens(activityId: "m", limit: 3, cursor: cursor)
+            let page = try await f.store.activityTokens(activityId: "m", limit: 3, cursor: cursor)
             seen += page.tokens.map(\.userId)
             cursor = page.nextCursor
             // Mid-walk churn: new tokens before and after the cursor, one removed, one refreshed.
@@ -69,11 +69,11 @@ struct FanOutTests {
     @Test func tamperedCursorIsRejected() async throws {
         let f = try makeStore(); defer { f.close() }
         for i in 0..<3 { try await addToken(f.store, "m", user: "u\(i)", i) }
-        let cursor = try #require(try f.store.activityTokens(activityId: "m", limit: 1, cursor: nil).nextCursor)
+        let cursor = try #require(try await f.store.activityTokens(activityId: "m", limit: 1, cursor: nil).nextCursor)
         var characters = Array(cursor)
         characters[characters.count / 2] = characters[characters.count / 2] == "A" ? "B" : "A"
         for bad in [String(characters), cursor + "A", "", "not a cursor!", String(cursor.dropLast(2))] {
-            let error = await registryError { _ = try f.store.activityTokens(activityId: "m", limit: 1, cursor: bad) }
+            let error = await registryError { _ = try await f.store.activityTokens(activityId: "m", limit: 1, cursor: bad) }
             guard case .invalidField(field: "cursor", _)? = error else {
                 Issue.record("cursor \(bad) gave \(String(describing: error))")
                 continue
@@ -85,8 +85,8 @@ struct FanOutTests {
         let f = try makeStore(); defer { f.close() }
         for i in 0..<3 { try await addToken(f.store, "m1", user: "u\(i)", i) }
         try await addToken(f.store, "m2", user: "u9", 9)
-        let cursor = try #require(try f.store.activityTokens(activityId: "m1", limit: 1, cursor: nil).nextCursor)
-        let error = await registryError { _ = try f.store.activityTokens(activityId: "m2", limit: 1, cursor: cursor) }
+        let cursor = try #require(try await f.store.activityTokens(activityId: "m1", limit: 1, cursor: nil).nextCursor)
+        let error = await registryError { _ = try await f.store.activityTokens(activityId: "m2", limit: 1, cursor: cursor) }
         guard case .invalidField(field: "cursor", _)? = error else {
             Issue.record("expected a cursor error, got \(String(describing: error))")
             return
@@ -96,8 +96,8 @@ struct FanOutTests {
     @Test func cursorStaysValidAfterReopen() async throws {
         let f = try makeStore(); defer { f.close() }
         for i in 0..<3 { try await addToken(f.store, "m", user: "u\(i)", i) }
-        let cursor = try #require(try f.store.activityTokens(activityId: "m", limit: 1, cursor: nil).nextCursor)
+        let cursor = try #require(try await f.store.activityTokens(activityId: "m", limit: 1, cursor: nil).nextCursor)
         try f.reopen()
-        #expect(try f.store.activityTokens(activityId: "m", limit: 5, cursor: cursor).tokens.map(\.userId) == ["u1", "u2"])
+        #expect(try await f.store.activityTokens(activityId: "m", limit: 5, cursor: cursor).tokens.map(\.userId) == ["u1", "u2"])
     }
 }

@@ -7,7 +7,7 @@ struct FeedbackTests {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
         #expect(try await f.store.removeToken(apnsToken(1), reason: .unregistered, registeredBefore: nil) == 1)
-        let d = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        let d = try #require(try await f.store.device(userId: "alice", deviceId: "d1"))
         #expect(d.pushToken == nil)
         #expect(try await f.store.removeToken(apnsToken(1), reason: .unregistered, registeredBefore: nil) == 0)
     }
@@ -25,7 +25,7 @@ struct FeedbackTests {
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "m", userId: "bob", deviceId: "d3", token: apnsToken(7)))
         #expect(try await f.store.removeToken(apnsToken(7), reason: .deviceTokenNotForTopic, registeredBefore: nil) == 3)
-        let stats = try f.store.stats()
+        let stats = try await f.store.stats()
         #expect(stats.pushTokens == 0 && stats.pushToStartTokens == 0 && stats.activityTokens == 0 && stats.devices == 3)
     }
 
@@ -54,6 +54,6 @@ struct FeedbackTests {
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "m", userId: "alice", deviceId: "d1", token: apnsToken(1)))
         #expect(try await f.store.removeToken(apnsToken(1), reason: .unregistered, registeredBefore: feedbackAt) == 0)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken != nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken != nil)
     }
 }

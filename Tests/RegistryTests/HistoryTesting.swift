@@ -57,8 +57,8 @@ struct EventShape: Hashable, CustomStringConvertible {
 
 extension RegistryStore {
     /// A user's whole history (newest first) as shapes without fingerprints.
-    func historyShapes(_ user: String, limit: Int = 100) throws -> [EventShape] {
-        try history(userId: user, limit: limit).map { EventShape($0) }
+    func historyShapes(_ user: String, limit: Int = 100) async throws -> [EventShape] {
+        try await history(userId: user, limit: limit).map { EventShape($0) }
     }
 
     /// A push-to-start registration with an APNs test token.
@@ -86,11 +86,4 @@ extension RegistryStore {
                                                     pushToken: token.map { .set(apnsToken($0)) } ?? .keep,
                                                     sequence: sequence, appId: app))
     }
-}
-
-extension StoreFixture {
-    /// The backend's own consistency check, the one call of the behaviour
-    /// suites beyond `store`: a second backend's fixture supplies its own
-    /// (or `[]`).
-    func indexProblems() throws -> [String] { try lmdb.check() }
 }

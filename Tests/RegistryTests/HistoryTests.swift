@@ -13,7 +13,7 @@ struct HistoryTests {
         try await f.store.register("alice", "d1", token: 1)
         f.clock.advance(seconds: 1)
         try await f.store.register("alice", "d1", token: 2)
-        let events = try f.store.history(userId: "alice", limit: 100)
+        let events = try await f.store.history(userId: "alice", limit: 100)
         #expect(events.map { EventShape($0, withFingerprint: true) } == [
             EventShape("d1", .push, .rotated, fingerprint: KnownFingerprint.apns2),
             EventShape("d1", .push, .registered, fingerprint: KnownFingerprint.apns1),
@@ -28,7 +28,7 @@ struct HistoryTests {
         try await f.store.registerPushToStart("alice", "d1", token: 2)
         try await f.store.registerActivity("m", "alice", "d1", token: 3)
         try await f.store.registerActivity("m", "alice", "d1", token: 4)
-        #expect(try f.store.historyShapes("alice") == [
+        #expect(try await f.store.historyShapes("alice") == [
             EventShape("d1", .activity, activityId: "m", .rotated),
             EventShape("d1", .activity, activityId: "m", .registered),
             EventShape("d1", .pushToStart, .rotated),
@@ -41,7 +41,7 @@ struct HistoryTests {
         try await f.store.register("alice", "d1", token: 1)
         try await f.store.registerPushToStart("alice", "d1", token: 2)
         try await f.store.registerActivity("m", "alice", "d1", token: 3)
-        #expect(try f.store.history(userId: "alice", limit: 100).count == 3)
+        #expect(try await f.store.history(userId: "alice", limit: 100).count == 3)
         f.clock.advance(seconds: 60)
         try await f.store.register("alice", "d1", token: 1)
         try await f.store.register("alice", "d1")
@@ -56,8 +56,8 @@ struct HistoryTests {
                                                                 pushToken: .set(apnsToken(1).uppercased())))
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "m", userId: "alice", deviceId: "d1", token: apnsToken(3).uppercased()))
-        #expect(try f.store.history(userId: "alice", limit: 100).count == 3)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.lastSeenAt == f.clock.now(),
+        #expect(try await f.store.history(userId: "alice", limit: 100).count == 3)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.lastSeenAt == f.clock.now(),
                 "the re-registration did happen")
     }
 
@@ -70,20 +70,20 @@ struct HistoryTests {
         try await f.store.registerActivity("m", "alice", "d1", token: 3)
         try await f.store.register("alice", "d2", token: 4)
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
-        let removed = try f.store.historyShapes("alice", limit: 3)
+        let removed = try await f.store.historyShapes("alice", limit: 3)
         #expect(Set(removed) == [
             EventShape("d1", .push, .removed, reason: .signOut),
             EventShape("d1", .pushToStart, .removed, reason: .signOut),
             EventShape("d1", .activity, activityId: "m", .removed, reason: .signOut),
         ])
-        #expect(try f.store.history(userId: "alice", limit: 100).count == 7)
+        #expect(try await f.store.history(userId: "alice", limit: 100).count == 7)
     }
 
     @Test func pushTokenNullIsPermissionWithdrawn() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
         _ = try await f.store.registerDevice(DeviceRegistration(userId: "alice", deviceId: "d1", pushToken: .remove))
-        let newest = try #require(try f.store.history(userId: "alice", limit: 1).first)
+        let newest = try #require(try await f.store.history(userId: "alice", limit: 1).first)
         #expect(EventShape(newest, withFingerprint: true)
                 == EventShape("d1", .push, .removed, reason: .permissionWithdrawn, fingerprint: KnownFingerprint.apns1))
     }
@@ -94,7 +94,7 @@ struct HistoryTests {
         try await f.store.registerActivity("m", "alice", "d1", token: 2)
         try await f.store.removePushToStartToken(userId: "alice", deviceId: "d1")
         try await f.store.removeActivityToken(activityId: "m", userId: "alice", deviceId: "d1")
-        #expect(try f.store.historyShapes("alice", limit: 2) == [
+        #expect(try await f.store.historyShapes("alice", limit: 2) == [
             EventShape("d1", .activity, activityId: "m", .removed, reason: .deleted),
             EventShape("d1", .pushToStart, .removed, reason: .deleted),
         ])
@@ -106,7 +106,7 @@ struct HistoryTests {
         try await f.store.registerActivity("m", "alice", "d2", token: 2)
         #expect(try await f.store.removeToken(apnsToken(1), reason: .badDeviceToken, registeredBefore: nil) == 1)
         #expect(try await f.store.removeToken(apnsToken(2).uppercased(), reason: .unregistered, registeredBefore: nil) == 1)
-        let events = try f.store.history(userId: "alice", limit: 2)
+        let events = try await f.store.history(userId: "alice", limit: 2)
         #expect(events.map { EventShape($0, withFingerprint: true) } == [
             EventShape("d2", .activity, activityId: "m", .removed, reason: .feedback, feedbackReason: .unregistered,
                        fingerprint: KnownFingerprint.apns2),
@@ -121,19 +121,19 @@ struct HistoryTests {
         try await f.store.registerActivity("m", "alice", "d1", token: 2)
         try await f.store.register("alice", "d2", token: 1)
         // The push token takes the whole record: its activity token goes with it, for the same reason.
-        #expect(try f.store.historyShapes("alice", limit: 3) == [
+        #expect(try await f.store.historyShapes("alice", limit: 3) == [
             EventShape("d2", .push, .registered),
             EventShape("d1", .activity, activityId: "m", .removed, reason: .movedToDevice),
             EventShape("d1", .push, .removed, reason: .movedToDevice),
         ])
-        #expect(try f.store.deviceIds("alice") == ["d2"])
+        #expect(try await f.store.deviceIds("alice") == ["d2"])
     }
 
     @Test func aPushToStartTokenTheSameUserRegistersOnAnotherDeviceIsMovedToDevice() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.registerPushToStart("alice", "d1", token: 1)
         try await f.store.registerPushToStart("alice", "d2", token: 1)
-        #expect(try f.store.historyShapes("alice", limit: 2) == [
+        #expect(try await f.store.historyShapes("alice", limit: 2) == [
             EventShape("d2", .pushToStart, .registered),
             EventShape("d1", .pushToStart, .removed, reason: .movedToDevice),
         ])
@@ -143,11 +143,11 @@ struct HistoryTests {
         let f = try makeStore(); defer { f.close() }
         try await f.store.registerActivity("m", "alice", "d1", token: 2)
         try await f.store.registerActivity("m", "alice", "d2", token: 2)
-        #expect(try f.store.historyShapes("alice", limit: 2) == [
+        #expect(try await f.store.historyShapes("alice", limit: 2) == [
             EventShape("d2", .activity, activityId: "m", .registered),
             EventShape("d1", .activity, activityId: "m", .removed, reason: .movedToDevice),
         ])
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 0)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 0)
     }
 
     @Test func aTokenAnotherUserRegistersIsMovedToUserWithoutNamingThem() async throws {
@@ -156,7 +156,7 @@ struct HistoryTests {
         try await f.store.registerActivity("m", "alice", "d2", token: 2)
         try await f.store.register("bob-the-new-holder", "bobs-phone", token: 1)
         try await f.store.registerActivity("m", "bob-the-new-holder", "bobs-phone", token: 2)
-        let alice = try f.store.history(userId: "alice", limit: 100)
+        let alice = try await f.store.history(userId: "alice", limit: 100)
         #expect(alice.prefix(2).map { EventShape($0) } == [
             EventShape("d2", .activity, activityId: "m", .removed, reason: .movedToUser),
             EventShape("d1", .push, .removed, reason: .movedToUser),
@@ -166,7 +166,7 @@ struct HistoryTests {
             #expect(!event.deviceId.contains("bob"))
             #expect(!event.appId.contains("bob") && !(event.activityId ?? "").contains("bob"))
         }
-        #expect(try f.store.historyShapes("bob-the-new-holder") == [
+        #expect(try await f.store.historyShapes("bob-the-new-holder") == [
             EventShape("bobs-phone", .activity, activityId: "m", .registered),
             EventShape("bobs-phone", .push, .registered),
         ])
@@ -178,12 +178,12 @@ struct HistoryTests {
         #expect(nfc == nfd, "Swift calls them equal; the store must not")
         try await f.store.register(nfc, "d1", token: 1)
         try await f.store.register(nfd, "d1", token: 1)
-        #expect(try f.store.historyShapes(nfc) == [
+        #expect(try await f.store.historyShapes(nfc) == [
             EventShape("d1", .push, .removed, reason: .movedToUser),
             EventShape("d1", .push, .registered),
         ])
-        #expect(try f.store.historyShapes(nfd) == [EventShape("d1", .push, .registered)])
-        #expect(try f.store.history(userId: nfd, limit: 100).allSatisfy { $0.userId.utf8.elementsEqual(nfd.utf8) })
+        #expect(try await f.store.historyShapes(nfd) == [EventShape("d1", .push, .registered)])
+        #expect(try await f.store.history(userId: nfd, limit: 100).allSatisfy { $0.userId.utf8.elementsEqual(nfd.utf8) })
     }
 
     @Test func theDeviceCapEvictsWithReasonDeviceCap() async throws {
@@ -194,12 +194,12 @@ struct HistoryTests {
         try await f.store.register("alice", "d2", token: 2)
         f.clock.advance(seconds: 1)
         try await f.store.register("alice", "d3", token: 3)
-        #expect(try f.store.deviceIds("alice") == ["d3", "d2"])
-        #expect(Set(try f.store.historyShapes("alice", limit: 3).dropFirst()) == [
+        #expect(try await f.store.deviceIds("alice") == ["d3", "d2"])
+        #expect(try await Set(f.store.historyShapes("alice", limit: 3).dropFirst()) == [
             EventShape("d1", .push, .removed, reason: .deviceCap),
             EventShape("d1", .pushToStart, .removed, reason: .deviceCap),
         ])
-        #expect(try f.store.historyShapes("alice", limit: 1) == [EventShape("d3", .push, .registered)])
+        #expect(try await f.store.historyShapes("alice", limit: 1) == [EventShape("d3", .push, .registered)])
     }
 
     @Test func theActivityCapEvictsWithReasonActivityCap() async throws {
@@ -209,7 +209,7 @@ struct HistoryTests {
         try await f.store.registerActivity("a2", "alice", "d1", token: 2)
         f.clock.advance(seconds: 1)
         try await f.store.registerActivity("a3", "alice", "d1", token: 3)
-        #expect(try f.store.historyShapes("alice", limit: 2) == [
+        #expect(try await f.store.historyShapes("alice", limit: 2) == [
             EventShape("d1", .activity, activityId: "a3", .registered),
             EventShape("d1", .activity, activityId: "a1", .removed, reason: .activityCap),
         ])
@@ -227,7 +227,7 @@ struct HistoryTests {
         try await f.store.register("alice", "kept")
         f.clock.advance(seconds: Self.hour + 1)
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts(devices: 1, activityTokens: 1))
-        let events = try f.store.history(userId: "alice", limit: 2)
+        let events = try await f.store.history(userId: "alice", limit: 2)
         #expect(Set(events.map { EventShape($0) }) == [
             EventShape("old", .push, .removed, reason: .expired),
             EventShape("kept", .activity, activityId: "m", .removed, reason: .expired),
@@ -243,16 +243,16 @@ struct HistoryTests {
             try await f.store.register("alice", "d\(n)", token: n)
             f.clock.advance(seconds: 1)
         }
-        let all = try f.store.history(userId: "alice", limit: 100)
+        let all = try await f.store.history(userId: "alice", limit: 100)
         #expect(all.map(\.deviceId) == ["d5", "d4", "d3", "d2", "d1"])
-        #expect(try f.store.history(userId: "alice", limit: 2) == Array(all.prefix(2)))
-        #expect(try f.store.history(userId: "alice", limit: 1) == Array(all.prefix(1)))
+        #expect(try await f.store.history(userId: "alice", limit: 2) == Array(all.prefix(2)))
+        #expect(try await f.store.history(userId: "alice", limit: 1) == Array(all.prefix(1)))
     }
 
     @Test func eventsOfOneMillisecondKeepTheirOrder() async throws {
         let f = try makeStore(); defer { f.close() }
         for n in 1...5 { try await f.store.register("alice", "d1", token: n) }
-        let events = try f.store.history(userId: "alice", limit: 100)
+        let events = try await f.store.history(userId: "alice", limit: 100)
         #expect(events.map(\.action) == [.rotated, .rotated, .rotated, .rotated, .registered])
         #expect(events.first?.tokenFingerprint == HistoryEvent.fingerprint(of: apnsToken(5)))
     }
@@ -263,7 +263,7 @@ struct HistoryTests {
         let first = f.clock.now()
         f.clock.advance(seconds: -30)
         try await f.store.register("alice", "d1", token: 2)
-        let events = try f.store.history(userId: "alice", limit: 100)
+        let events = try await f.store.history(userId: "alice", limit: 100)
         #expect(events.map(\.action) == [.rotated, .registered])
         #expect(events.allSatisfy { $0.at == first }, "an event is never dated before the one it follows")
     }
@@ -275,15 +275,15 @@ struct HistoryTests {
             try await f.store.register("alice", "d1", token: n)
             f.clock.advance(milliseconds: 10)
         }
-        let events = try f.store.history(userId: "alice", limit: 100)
+        let events = try await f.store.history(userId: "alice", limit: 100)
         #expect(events.count == 100)
         #expect(events.first?.tokenFingerprint == HistoryEvent.fingerprint(of: apnsToken(104)))
         #expect(events.last?.tokenFingerprint == HistoryEvent.fingerprint(of: apnsToken(5)))
         #expect(events.allSatisfy { $0.action == .rotated })
-        #expect(try f.store.history(userId: "alice", limit: 1_000).count == 100)
-        #expect(try f.store.history(userId: "bob", limit: 100).count == 1, "another user's history is not trimmed")
-        #expect(try f.store.stats().historyEvents == 101)
-        #expect(try f.indexProblems() == [], "the dropped events' expiry entries went with them")
+        #expect(try await f.store.history(userId: "alice", limit: 1_000).count == 100)
+        #expect(try await f.store.history(userId: "bob", limit: 100).count == 1, "another user's history is not trimmed")
+        #expect(try await f.store.stats().historyEvents == 101)
+        #expect(try await f.check() == [], "the dropped events' expiry entries went with them")
     }
 
     @Test func concurrentChangesOfOneUserKeepTheBoundAndTheOrder() async throws {
@@ -299,10 +299,11 @@ struct HistoryTests {
             }
             try await group.waitForAll()
         }
-        let events = try f.store.history(userId: "alice", limit: 100)
-        #expect(try events.count == 100 && f.store.stats().historyEvents == 100)
+        let events = try await f.store.history(userId: "alice", limit: 100)
+        #expect(events.count == 100)
+        #expect(try await f.store.stats().historyEvents == 100)
         #expect(zip(events, events.dropFirst()).allSatisfy { !($0.at < $1.at) }, "newest first")
-        #expect(try f.indexProblems() == [])
+        #expect(try await f.check() == [])
     }
 
     @Test func eventsOlderThanTheDeviceTTLAreSwept() async throws {
@@ -313,12 +314,12 @@ struct HistoryTests {
         try await f.store.register("alice", "d2", token: 2)
         f.clock.advance(seconds: 5 * Self.hour - 1)
         _ = try await f.store.sweep(dryRun: false)
-        #expect(try f.store.history(userId: "alice", limit: 100).count == 3, "a second short of the TTL")
+        #expect(try await f.store.history(userId: "alice", limit: 100).count == 3, "a second short of the TTL")
         f.clock.advance(seconds: 2)
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts())
-        #expect(try f.store.historyShapes("alice") == [EventShape("d2", .push, .registered)])
-        #expect(try f.store.stats().historyEvents == 1)
-        #expect(try f.indexProblems() == [])
+        #expect(try await f.store.historyShapes("alice") == [EventShape("d2", .push, .registered)])
+        #expect(try await f.store.stats().historyEvents == 1)
+        #expect(try await f.check() == [])
     }
 
     @Test func theFingerprintIsTheStartOfSHA256OfTheTokenAsTheSenderViewCarriesIt() async throws {
@@ -328,7 +329,7 @@ struct HistoryTests {
                                                                 pushToken: .set(apnsToken(0xabc).uppercased())))
         _ = try await f.store.registerDevice(DeviceRegistration(userId: "alice", deviceId: "d3",
                                                                 pushToken: .set("Fcm:Token-1"), platform: .fcm))
-        let fingerprints = try f.store.history(userId: "alice", limit: 3).map(\.tokenFingerprint)
+        let fingerprints = try await f.store.history(userId: "alice", limit: 3).map(\.tokenFingerprint)
         #expect(fingerprints == [KnownFingerprint.fcm1, KnownFingerprint.apnsABC, KnownFingerprint.apns1])
         #expect(HistoryEvent.fingerprint(of: apnsToken(1)) == KnownFingerprint.apns1)
     }
@@ -337,7 +338,7 @@ struct HistoryTests {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
         try await f.store.registerActivity("match-7", "alice", "d1", token: 2, appId: "com.example.scores")
-        let events = try f.store.history(userId: "alice", limit: 100)
+        let events = try await f.store.history(userId: "alice", limit: 100)
         #expect(events.map(\.appId) == ["com.example.scores", "default"])
         #expect(events.map(\.activityId) == ["match-7", nil])
         #expect(events.map(\.kind) == [.activity, .push])
@@ -345,12 +346,12 @@ struct HistoryTests {
 
     @Test func anUnknownUserHasNoHistory() async throws {
         let f = try makeStore(); defer { f.close() }
-        #expect(try f.store.history(userId: "nobody", limit: 100) == [])
+        #expect(try await f.store.history(userId: "nobody", limit: 100) == [])
         try await f.store.register("alice", "d1", token: 1)
         try await f.store.register("alic", "d1", token: 2)
-        #expect(try f.store.history(userId: "nobody", limit: 100) == [])
-        #expect(try f.store.history(userId: "al", limit: 100) == [])
-        #expect(try f.store.history(userId: "alic", limit: 100).map(\.tokenFingerprint) == [KnownFingerprint.apns2],
+        #expect(try await f.store.history(userId: "nobody", limit: 100) == [])
+        #expect(try await f.store.history(userId: "al", limit: 100) == [])
+        #expect(try await f.store.history(userId: "alic", limit: 100).map(\.tokenFingerprint) == [KnownFingerprint.apns2],
                 "a user whose id is a prefix of another's sees only their own events")
     }
 }

@@ -25,15 +25,15 @@ struct IndexRepairTests {
         try await s.register("bob", "d1", token: 3); step()
         _ = try await s.registerActivityToken(ActivityTokenRegistration(activityId: "m1", userId: "bob", deviceId: "d1", token: apnsToken(203))); step()
         try await s.signOut(userId: "carol", deviceId: "d1", sequence: 1); step()
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
     }
 
-    private func pushToken(_ f: StoreFixture, _ user: String, _ device: String) throws -> String? {
-        try f.store.device(userId: user, deviceId: device)?.pushToken?.token
+    private func pushToken(_ f: StoreFixture, _ user: String, _ device: String) async throws -> String? {
+        try await f.store.device(userId: user, deviceId: device)?.pushToken?.token
     }
 
-    private func fanOut(_ f: StoreFixture, _ activity: String) throws -> [String] {
-        try f.store.allActivityTokens(activity).map { "\($0.userId)/\($0.deviceId)" }.sorted()
+    private func fanOut(_ f: StoreFixture, _ activity: String) async throws -> [String] {
+        try await f.store.allActivityTokens(activity).map { "\($0.userId)/\($0.deviceId)" }.sorted()
     }
 
     private func feedback(_ f: StoreFixture, _ n: Int) async throws -> Int {
@@ -44,7 +44,7 @@ struct IndexRepairTests {
 
     /// Without its owner entry a token cannot be found by its value:
     /// feedback removes nothing, and a reinstall would not claim it.
-    @Test func missingOwnerEntriesArePutBack() async throws {
+    @Test(.lmdbOnly) func missingOwnerEntriesArePutBack() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
@@ -52,7 +52,7 @@ struct IndexRepairTests {
             _ = try txn.delete(StoreKey.tokenOwner(apnsToken(101), .pushToStart), in: s.tokenOwners)
             _ = try txn.delete(StoreKey.tokenOwner(apnsToken(202), .activity), in: s.tokenOwners)
         }
-        #expect(Set(try f.lmdb.check()) == [
+        #expect(Set(try await f.check()) == [
             "push token \"alice\"/\"d1\": no owner entry", "pushToStart token \"alice\"/\"d1\": no owner entry",
             "activity token \"m2\"/\"alice\"/\"d1\": no owner entry",
         ])
@@ -62,22 +62,22 @@ struct IndexRepairTests {
         #expect(report.ownerEntriesAdded == 3)
         #expect(report.fixes == 3)
         #expect(report.lines.contains("added owner entry for push token of \"alice\"/\"d1\""))
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
         #expect(try await feedback(f, 1) == 1)
         #expect(try await feedback(f, 101) == 1)
         #expect(try await feedback(f, 202) == 1)
-        #expect(try pushToken(f, "alice", "d1") == nil)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToStartToken == nil)
-        #expect(try fanOut(f, "m2") == [])
-        #expect(try f.lmdb.check() == [])
+        #expect(try await pushToken(f, "alice", "d1") == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToStartToken == nil)
+        #expect(try await fanOut(f, "m2") == [])
+        #expect(try await f.check() == [])
     }
 
     /// A missing expiry entry means the sweep never removes that record.
-    @Test func missingExpiryEntriesArePutBack() async throws {
+    @Test(.lmdbOnly) func missingExpiryEntriesArePutBack() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
-        let deviceAt = try #require(try f.store.device(userId: "alice", deviceId: "d2")).lastSeenAt
-        let tokenAt = try #require(try f.store.allActivityTokens("m2").first).lastSeenAt
+        let deviceAt = try #require(try await f.store.device(userId: "alice", deviceId: "d2")).lastSeenAt
+        let tokenAt = try #require(try await f.store.allActivityTokens("m2").first).lastSeenAt
         let tombstoneAt = try f.lmdb.reading { try $0.tombstone(.v1("carol", "d1")) }!.deletedAt
         var deleted: [Bool] = []
         try f.corrupt { txn, s in
@@ -88,7 +88,7 @@ struct IndexRepairTests {
             }
         }
         #expect(deleted == [true, true, true])
-        #expect(Set(try f.lmdb.check()) == [
+        #expect(Set(try await f.check()) == [
             "device \"alice\"/\"d2\": no expiry entry", "activity token \"m2\"/\"alice\"/\"d1\": no expiry entry",
             "tombstone \"carol\"/\"d1\": no expiry entry",
         ])
@@ -100,7 +100,7 @@ struct IndexRepairTests {
         #expect(report.expiryEntriesAdded == 3)
         #expect(report.fixes == 3)
         #expect(report.lines.contains("added expiry entry for device \"alice\"/\"d2\""))
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts(devices: 3, pushToStartTokens: 1, activityTokens: 3, tombstones: 1))
         let left = try f.entries()
         let emptied = left.filter { $0.key != "history" && $0.key != "expiry" }.values.allSatisfy { $0.isEmpty }
@@ -111,7 +111,7 @@ struct IndexRepairTests {
 
     /// An expiry entry in the wrong hour bucket, or for a record that is
     /// gone, makes the sweep visit (and a dry run count) a record twice.
-    @Test func staleExpiryEntriesAreRemoved() async throws {
+    @Test(.lmdbOnly) func staleExpiryEntriesAreRemoved() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         let old = Timestamp(milliseconds: 5 * ExpiryKey.bucketMilliseconds)
@@ -121,7 +121,7 @@ struct IndexRepairTests {
                         in: s.expiry)
             try txn.put([], for: ExpiryKey(at: old, kind: .device, recordKey: StoreKey.device("ghost", "d")).bytes, in: s.expiry)
         }
-        #expect(try f.lmdb.check().count == 3)
+        #expect(try await f.check().count == 3)
         f.clock.advance(seconds: 91 * 86_400)
         #expect(try await f.store.sweep(dryRun: true).devices == 4, "alice/d1 counted twice")
 
@@ -130,12 +130,12 @@ struct IndexRepairTests {
         #expect(report.fixes == 3)
         #expect(report.lines.contains("removed expiry entry for device \"ghost\"/\"d\": no record"))
         #expect(report.lines.contains { $0.hasPrefix("removed expiry entry for device \"alice\"/\"d1\": the record is in hour bucket") })
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
         #expect(try await f.store.sweep(dryRun: true).devices == 3)
     }
 
     /// A wrong `activityCount` is what reads return, and what the activity cap counts.
-    @Test func aWrongActivityCountIsSetFromTheTokens() async throws {
+    @Test(.lmdbOnly) func aWrongActivityCountIsSetFromTheTokens() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
@@ -144,27 +144,27 @@ struct IndexRepairTests {
             value.activityCount = 7
             try txn.put(value.encoded(), for: key, in: s.devices)
         }
-        #expect(try f.lmdb.check() == ["device \"alice\"/\"d1\": activityCount 7 but 2 activity tokens"])
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 7)
+        #expect(try await f.check() == ["device \"alice\"/\"d1\": activityCount 7 but 2 activity tokens"])
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 7)
 
         let report = try await f.lmdb.repairIndexes()
         #expect(report.activityCountsFixed == 1)
         #expect(report.fixes == 1)
         #expect(report.lines == ["set activityCount of device \"alice\"/\"d1\" to 2 (it said 7)"])
-        #expect(try f.lmdb.check() == [])
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 2)
+        #expect(try await f.check() == [])
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 2)
     }
 
     /// A missing device-activity entry hides the token from its device (a
     /// sign-out would leave it behind); a stray one names a token that is not there.
-    @Test func deviceActivityEntriesAreRebuilt() async throws {
+    @Test(.lmdbOnly) func deviceActivityEntriesAreRebuilt() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
             _ = try txn.delete(StoreKey.deviceActivity("alice", "d1", "m2"), in: s.deviceActivities)
             try txn.put([], for: StoreKey.deviceActivity("bob", "d1", "m9"), in: s.deviceActivities)
         }
-        #expect(Set(try f.lmdb.check()) == [
+        #expect(Set(try await f.check()) == [
             "device \"alice\"/\"d1\": activityCount 2 but 1 activity tokens",
             "activity token \"m2\"/\"alice\"/\"d1\": no device-activity entry",
             "device \"bob\"/\"d1\": activityCount 1 but 2 activity tokens",
@@ -175,24 +175,24 @@ struct IndexRepairTests {
         #expect(report.deviceActivityEntriesAdded == 1)
         #expect(report.deviceActivityEntriesRemoved == 1)
         #expect(report.fixes == 2, "both counts were right all along")
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
-        #expect(try fanOut(f, "m2") == [], "the sign-out found the token through its entry")
-        #expect(try fanOut(f, "m1") == ["bob/d1"])
-        #expect(try f.lmdb.check() == [])
+        #expect(try await fanOut(f, "m2") == [], "the sign-out found the token through its entry")
+        #expect(try await fanOut(f, "m1") == ["bob/d1"])
+        #expect(try await f.check() == [])
     }
 
     /// Tokens whose device record is gone are still fanned out to and still
     /// block their token value; the repair removes them.
-    @Test func tokensOfAMissingDeviceAreRemoved() async throws {
+    @Test(.lmdbOnly) func tokensOfAMissingDeviceAreRemoved() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in _ = try txn.delete(StoreKey.device("bob", "d1"), in: s.devices) }
-        #expect(Set(try f.lmdb.check()) == [
+        #expect(Set(try await f.check()) == [
             "push token \"bob\"/\"d1\": no device", "activity token \"m1\"/\"bob\"/\"d1\": no device",
             "expiry entry device \"bob\"/\"d1\": no record",
         ])
-        #expect(try fanOut(f, "m1") == ["alice/d1", "bob/d1"])
+        #expect(try await fanOut(f, "m1") == ["alice/d1", "bob/d1"])
 
         let report = try await f.lmdb.repairIndexes(batchSize: 2)
         #expect(report.orphanTokensRemoved == 2)
@@ -200,8 +200,8 @@ struct IndexRepairTests {
         #expect(report.fixes == 3)
         #expect(report.lines.contains("removed activity token \"m1\"/\"bob\"/\"d1\": its device is gone"))
         #expect(report.lines.contains("removed push token of \"bob\"/\"d1\": its device is gone"))
-        #expect(try f.lmdb.check() == [])
-        #expect(try fanOut(f, "m1") == ["alice/d1"])
+        #expect(try await f.check() == [])
+        #expect(try await fanOut(f, "m1") == ["alice/d1"])
         #expect(try await feedback(f, 3) == 0)
         #expect(try await feedback(f, 203) == 0)
         #expect(try f.entries()["tokenOwners"]?.count == 5, "tokens 1, 2, 101, 201 and 202; 3's and 203's went")
@@ -209,7 +209,7 @@ struct IndexRepairTests {
 
     /// An owner entry naming a record that does not hold its token: feedback
     /// by that token finds nothing, and the real holder keeps it.
-    @Test func anOwnerEntryNamingTheWrongHolderIsRepointed() async throws {
+    @Test(.lmdbOnly) func anOwnerEntryNamingTheWrongHolderIsRepointed() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
@@ -218,7 +218,7 @@ struct IndexRepairTests {
             try txn.put(OwnerValue(userId: "alice", deviceId: "d1", activityId: "m1").encoded(),
                         for: StoreKey.tokenOwner(apnsToken(203), .activity), in: s.tokenOwners)
         }
-        #expect(Set(try f.lmdb.check()) == [
+        #expect(Set(try await f.check()) == [
             "push token \"alice\"/\"d1\": no owner entry", "activity token \"m1\"/\"bob\"/\"d1\": no owner entry",
             "token owner entry for \"alice\"/\"d2\": holder does not hold it",
             "token owner entry for \"m1\"/\"alice\"/\"d1\": holder does not hold it",
@@ -230,19 +230,19 @@ struct IndexRepairTests {
         #expect(report.fixes == 2)
         #expect(report.lines.contains(
             "repointed the owner entry for push token of \"alice\"/\"d1\": it named \"alice\"/\"d2\", which does not hold it"))
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
         #expect(try await feedback(f, 1) == 1)
-        #expect(try pushToken(f, "alice", "d1") == nil)
-        #expect(try pushToken(f, "alice", "d2") == apnsToken(2))
+        #expect(try await pushToken(f, "alice", "d1") == nil)
+        #expect(try await pushToken(f, "alice", "d2") == apnsToken(2))
         #expect(try await feedback(f, 203) == 1)
-        #expect(try fanOut(f, "m1") == ["alice/d1"])
-        #expect(try f.lmdb.check() == [])
+        #expect(try await fanOut(f, "m1") == ["alice/d1"])
+        #expect(try await f.check() == [])
     }
 
     /// Two records holding one token break the one-owner rule: feedback
     /// for it removes it from one holder only. The holder updated later keeps
     /// it; the other loses that token (its device stays).
-    @Test func aTokenHeldByTwoRecordsStaysWithTheLaterHolder() async throws {
+    @Test(.lmdbOnly) func aTokenHeldByTwoRecordsStaysWithTheLaterHolder() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
@@ -255,7 +255,7 @@ struct IndexRepairTests {
                 try txn.put(value.encoded(kind), for: key, in: s.database(kind))
             }
         }
-        #expect(Set(try f.lmdb.check()) == [
+        #expect(Set(try await f.check()) == [
             "push token \"alice\"/\"d2\": the same token is also held by \"alice\"/\"d1\"",
             "activity token \"m5\"/\"alice\"/\"d2\": the same token is also held by \"m1\"/\"bob\"/\"d1\"",
             "token owner entry for \"alice\"/\"d2\": holder does not hold it",
@@ -268,22 +268,22 @@ struct IndexRepairTests {
         #expect(report.fixes == 4)
         #expect(report.lines.contains("push token held by both \"alice\"/\"d2\" and \"alice\"/\"d1\": "
                                       + "kept on \"alice\"/\"d2\" (updated later), removed from \"alice\"/\"d1\""))
-        #expect(try f.lmdb.check() == [])
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") != nil)
-        #expect(try pushToken(f, "alice", "d1") == nil)
-        #expect(try pushToken(f, "alice", "d2") == apnsToken(1))
-        #expect(try fanOut(f, "m1") == ["alice/d1"])
-        #expect(try f.store.device(userId: "bob", deviceId: "d1")?.activityCount == 0)
+        #expect(try await f.check() == [])
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") != nil)
+        #expect(try await pushToken(f, "alice", "d1") == nil)
+        #expect(try await pushToken(f, "alice", "d2") == apnsToken(1))
+        #expect(try await fanOut(f, "m1") == ["alice/d1"])
+        #expect(try await f.store.device(userId: "bob", deviceId: "d1")?.activityCount == 0)
         #expect(try await feedback(f, 1) == 1)
-        #expect(try pushToken(f, "alice", "d2") == nil)
+        #expect(try await pushToken(f, "alice", "d2") == nil)
         #expect(try await feedback(f, 203) == 1)
-        #expect(try fanOut(f, "m5") == [])
-        #expect(try f.lmdb.check() == [])
+        #expect(try await fanOut(f, "m5") == [])
+        #expect(try await f.check() == [])
     }
 
     /// When both holders were updated at the same instant, the one the owner
     /// entry already names keeps the token, so lookups do not change.
-    @Test func onATieTheNamedHolderKeepsTheToken() async throws {
+    @Test(.lmdbOnly) func onATieTheNamedHolderKeepsTheToken() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
@@ -292,16 +292,16 @@ struct IndexRepairTests {
         }
         let report = try await f.lmdb.repairIndexes()
         #expect(report.duplicateTokensRemoved == 1)
-        #expect(try pushToken(f, "alice", "d1") == apnsToken(1))
-        #expect(try pushToken(f, "alice", "d2") == nil)
-        #expect(try f.lmdb.check() == [])
+        #expect(try await pushToken(f, "alice", "d1") == apnsToken(1))
+        #expect(try await pushToken(f, "alice", "d2") == nil)
+        #expect(try await f.check() == [])
     }
 
     // MARK: What the repair leaves alone
 
     /// On a consistent store the repair finds nothing, writes nothing (the
     /// data file is byte for byte the same) and reports every entry it visited.
-    @Test func aConsistentStoreIsLeftExactlyAsItWas() async throws {
+    @Test(.lmdbOnly) func aConsistentStoreIsLeftExactlyAsItWas() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         let entries = try f.entries()
@@ -319,7 +319,7 @@ struct IndexRepairTests {
 
     /// A record that cannot be read cannot be rebuilt from: it is counted,
     /// left as it is (check still reports it), and the repair goes on.
-    @Test func anUnreadableRecordIsReportedAndLeftAlone() async throws {
+    @Test(.lmdbOnly) func anUnreadableRecordIsReportedAndLeftAlone() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
@@ -332,14 +332,14 @@ struct IndexRepairTests {
         #expect(report.fixes == 1)
         #expect(report.lines.contains("left unreadable device \"alice\"/\"d1\" alone"))
         #expect(report.summary == "repair: 1 fix(es): owner entries added 1; 1 unreadable record(s) left alone")
-        #expect(Set(try f.lmdb.check()) == ["device \"alice\"/\"d1\": unreadable value",
+        #expect(Set(try await f.check()) == ["device \"alice\"/\"d1\": unreadable value",
                                              "expiry entry device \"alice\"/\"d1\": no record"],
                 "its expiry entry stays: the repair cannot tell which bucket is right")
     }
 
     /// The report keeps `lineLimit` lines and counts the rest. (Keys are
     /// length-prefixed parts, so "bob" sorts before "alice".)
-    @Test func theReportKeepsBoundedLines() async throws {
+    @Test(.lmdbOnly) func theReportKeepsBoundedLines() async throws {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
@@ -356,7 +356,7 @@ struct IndexRepairTests {
     /// Writes acknowledged while the repair runs (in small steps, so they
     /// interleave) are all there afterwards, and the store is consistent.
     /// Each write touches its own device, so what "there" means is exact.
-    @Test func writesDuringTheRepairAllSurviveIt() async throws {
+    @Test(.lmdbOnly) func writesDuringTheRepairAllSurviveIt() async throws {
         let f = try makeStore(maxDevicesPerUser: 100); defer { f.close() }
         let store = f.store
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -403,15 +403,15 @@ struct IndexRepairTests {
         #expect(!seenMidway.all.isEmpty, "the repair's steps and the writes interleaved")
         #expect(report.ownerEntriesAdded == 20)
         #expect(report.fixes == 20, "\(report.lines)")
-        #expect(try f.lmdb.check() == [])
-        let live = Set(try store.allActivityTokens("live").map { "\($0.userId)/\($0.deviceId)/\($0.token)" })
+        #expect(try await f.check() == [])
+        let live = Set(try await store.allActivityTokens("live").map { "\($0.userId)/\($0.deviceId)/\($0.token)" })
         for (user, device, token, activityToken) in acknowledged {
-            #expect(try store.device(userId: user, deviceId: device)?.pushToken?.token == apnsToken(token))
+            #expect(try await store.device(userId: user, deviceId: device)?.pushToken?.token == apnsToken(token))
             if let activityToken { #expect(live.contains("\(user)/\(device)/\(apnsToken(activityToken))")) }
         }
         for i in 100..<120 {   // the repaired owner entries work
             #expect(try await store.removeToken(apnsToken(i), reason: .unregistered, registeredBefore: nil) == 1)
         }
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
     }
 }

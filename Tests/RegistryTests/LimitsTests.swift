@@ -20,41 +20,41 @@ struct LimitsTests {
         try await registerActivity(f.store, "match-0", token: 100)
         f.clock.advance(seconds: 1)
         try await registerActivity(f.store, "match-3", token: 103)
-        #expect(try f.store.allActivityTokens("match-1").isEmpty)
+        #expect(try await f.store.allActivityTokens("match-1").isEmpty)
         for activity in ["match-0", "match-2", "match-3"] {
-            #expect(try f.store.allActivityTokens(activity).count == 1)
+            #expect(try await f.store.allActivityTokens(activity).count == 1)
         }
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
-        #expect(try f.store.stats().activityTokens == 3)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
+        #expect(try await f.store.stats().activityTokens == 3)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func theActivityCapHoldsUnderAFloodFromOneUser() async throws {
         let f = try makeStore(); defer { f.close() }
         for i in 0..<300 { try await registerActivity(f.store, "flood-\(i)", token: 1_000 + i) }
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 32)
-        #expect(try f.store.stats().activityTokens == 32)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 32)
+        #expect(try await f.store.stats().activityTokens == 32)
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
-        #expect(try f.store.stats().activityTokens == 0)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.store.stats().activityTokens == 0)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func activityCountStaysRightThroughEveryChange() async throws {
         let f = try makeStore(); defer { f.close() }
         for i in 0..<4 { try await registerActivity(f.store, "m\(i)", token: 10 + i) }
         try await registerActivity(f.store, "m0", token: 20)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 4)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 4)
         try await f.store.removeActivityToken(activityId: "m1", userId: "alice", deviceId: "d1")
         try await f.store.removeActivityToken(activityId: "m1", userId: "alice", deviceId: "d1")
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
         #expect(try await f.store.removeToken(apnsToken(12), reason: .unregistered, registeredBefore: nil) == 1)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 2)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 2)
         try await registerActivity(f.store, "m3", token: 13, device: "d2")
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 1)
-        #expect(try f.store.device(userId: "alice", deviceId: "d2")?.activityCount == 1)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 1)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d2")?.activityCount == 1)
         try await f.store.register("alice", "d1", token: 1)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 1)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 1)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func tombstonesPerUserAreCappedByDroppingTheOldest() async throws {
@@ -64,11 +64,11 @@ struct LimitsTests {
             f.clock.advance(seconds: 1)
         }
         try await f.store.signOut(userId: "bob", deviceId: "ghost-0", sequence: 5)
-        #expect(try f.store.stats().tombstones == 5)
+        #expect(try await f.store.stats().tombstones == 5)
         #expect(try await f.store.register("alice", "ghost-2", sequence: 1).created)
         #expect(await registryError { try await f.store.register("alice", "ghost-3", sequence: 1) } == .staleWrite)
         #expect(await registryError { try await f.store.register("bob", "ghost-0", sequence: 1) } == .staleWrite)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func aRepeatedSignOutRefreshesItsTombstoneWithoutCountingTwice() async throws {
@@ -80,7 +80,7 @@ struct LimitsTests {
         try await f.store.signOut(userId: "alice", deviceId: "a", sequence: 2)
         f.clock.advance(seconds: 1)
         try await f.store.signOut(userId: "alice", deviceId: "c", sequence: 1)
-        #expect(try f.store.stats().tombstones == 2)
+        #expect(try await f.store.stats().tombstones == 2)
         #expect(await registryError { try await f.store.register("alice", "a", sequence: 2) } == .staleWrite)
         #expect(try await f.store.register("alice", "b", sequence: 1).created)
     }
@@ -89,11 +89,11 @@ struct LimitsTests {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "K-1", token: 1)
         try await f.store.register("alice", "\u{212A}-1", token: 1)
-        let devices = try f.store.devices(userId: "alice")
+        let devices = try await f.store.devices(userId: "alice")
         #expect(devices.count == 1)
         #expect(Array(devices.first?.deviceId.utf8 ?? "".utf8) == Array("\u{212A}-1".utf8))
-        #expect(try f.store.stats().pushTokens == 1)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.store.stats().pushTokens == 1)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func canonicallyEquivalentUsersAreTwoUsersInALookup() async throws {
@@ -101,21 +101,21 @@ struct LimitsTests {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register(nfc, "d1", token: 1)
         try await f.store.register(nfd, "d2", token: 2)
-        let found = try f.store.devices(userIds: [nfc, nfd])
+        let found = try await f.store.devices(userIds: [nfc, nfd])
         #expect(found.count == 2)
         let byBytes = Dictionary(uniqueKeysWithValues: found.map { (Array($0.userId.utf8), $0.devices.map(\.deviceId)) })
         #expect(byBytes[Array(nfc.utf8)] == ["d1"])
         #expect(byBytes[Array(nfd.utf8)] == ["d2"])
-        #expect(try f.store.devices(userIds: [nfc, nfc]).count == 1)
+        #expect(try await f.store.devices(userIds: [nfc, nfc]).count == 1)
     }
 
     @Test func canonicallyEquivalentActivityIdsAreTwoActivities() async throws {
         let f = try makeStore(); defer { f.close() }
         try await registerActivity(f.store, "K-1", token: 1)
         try await registerActivity(f.store, "\u{212A}-1", token: 1)
-        #expect(try f.store.allActivityTokens("K-1").isEmpty)
-        #expect(try f.store.allActivityTokens("\u{212A}-1").count == 1)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.store.allActivityTokens("K-1").isEmpty)
+        #expect(try await f.store.allActivityTokens("\u{212A}-1").count == 1)
+        #expect(try await f.check().isEmpty)
     }
 
     @Test func versionsAreBoundedInUTF8BytesNotCharacters() {

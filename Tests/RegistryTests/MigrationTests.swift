@@ -31,7 +31,7 @@ struct MigrationTests {
         }
     }
 
-    @Test(arguments: [UInt8(1), 2])
+    @Test(.lmdbOnly, arguments: [UInt8(1), 2])
     func anEarlierSchemaIsMigratedAtOpenWithNothingLost(_ schema: UInt8) async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()
@@ -39,24 +39,24 @@ struct MigrationTests {
         try writeSchemaTwo(f.configuration.directory, schema: schema)
         try f.reopen()
 
-        #expect(try f.store.stats().devices == 41)
-        #expect(try f.store.stats().tombstones == 1)
+        #expect(try await f.store.stats().devices == 41)
+        #expect(try await f.store.stats().tombstones == 1)
         for i in 0..<40 {
-            let d = try f.store.device(userId: "u\(i % 20)", deviceId: "d\(i / 20)")
+            let d = try await f.store.device(userId: "u\(i % 20)", deviceId: "d\(i / 20)")
             #expect(d?.pushToken?.token == apnsToken(i))
             #expect(d?.appId == "default")
         }
-        let alice = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        let alice = try #require(try await f.store.device(userId: "alice", deviceId: "d1"))
         #expect(alice.pushToStartToken?.token == apnsToken(1_001))
         #expect(alice.activityCount == 3)
         #expect(alice.lastSeenAt == Timestamp(milliseconds: 1_767_225_700_000))
-        #expect(try f.store.activityTokens(activityId: "match-2", limit: 10, cursor: nil).tokens.map(\.token) == [apnsToken(2_002)])
+        #expect(try await f.store.activityTokens(activityId: "match-2", limit: 10, cursor: nil).tokens.map(\.token) == [apnsToken(2_002)])
         // The owner index was rebuilt under the new keys: feedback finds tokens by value.
         #expect(try await f.store.removeToken(apnsToken(5), reason: .unregistered, registeredBefore: nil) == 1)
         #expect(try await f.store.removeToken(apnsToken(2_001), reason: .unregistered, registeredBefore: nil) == 1)
         // The tombstone still refuses a stale re-registration.
         await #expect(throws: RegistryError.staleWrite) { _ = try await f.store.register("bob", "old", sequence: 6) }
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.check().isEmpty)
 
         let version = try f.lmdb.environment.read { txn in try txn.get(Array("schemaVersion".utf8), in: f.lmdb.schema.meta) }
         #expect(version == [1, 3])
@@ -68,7 +68,7 @@ struct MigrationTests {
     /// No token of the old plaintext databases survives in the file once
     /// migrated (it is compacted after the migration, so freed pages go),
     /// nor in a backup of it.
-    @Test func aMigratedEnvironmentHoldsNoPlaintextToken() async throws {
+    @Test(.lmdbOnly) func aMigratedEnvironmentHoldsNoPlaintextToken() async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()
         try FileManager.default.removeItem(atPath: f.configuration.directory)
@@ -77,7 +77,7 @@ struct MigrationTests {
         let before = try Array(Data(contentsOf: URL(fileURLWithPath: file)))
         #expect(contains(before, Array(apnsToken(1_000).utf8)), "the schema 2 file holds the token in plaintext")
         try f.reopen()
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1_000))
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1_000))
         let copy = f.directory + "/copy"
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         try f.lmdb.backup(toDirectory: copy)
@@ -91,7 +91,7 @@ struct MigrationTests {
         #expect(!FileManager.default.fileExists(atPath: f.configuration.directory + "/.compacting"))
     }
 
-    @Test func aMigrationInSmallBatchesMovesEveryDevice() async throws {
+    @Test(.lmdbOnly) func aMigrationInSmallBatchesMovesEveryDevice() async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()
         try FileManager.default.removeItem(atPath: f.configuration.directory)
@@ -104,12 +104,12 @@ struct MigrationTests {
         try partial.run()
         environment.close()
         try f.reopen()
-        #expect(try f.store.stats().devices == 41)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
-        #expect(try f.lmdb.check().isEmpty)
+        #expect(try await f.store.stats().devices == 41)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 3)
+        #expect(try await f.check().isEmpty)
     }
 
-    @Test func aNewerSchemaIsRefused() async throws {
+    @Test(.lmdbOnly) func aNewerSchemaIsRefused() async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()
         let environment = try Environment(Environment.Configuration(path: f.configuration.directory))

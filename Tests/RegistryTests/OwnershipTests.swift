@@ -15,26 +15,26 @@ struct OwnershipTests {
         let f = try makeStore(); defer { f.close() }
         try await makeLoadedDevice(f.store)
         try await f.store.register("alice", "d2", token: 1)
-        #expect(try f.store.deviceIds("alice") == ["d2"])
-        let stats = try f.store.stats()
+        #expect(try await f.store.deviceIds("alice") == ["d2"])
+        let stats = try await f.store.stats()
         #expect(stats.pushToStartTokens == 0 && stats.activityTokens == 0 && stats.pushTokens == 1)
-        #expect(try f.store.allActivityTokens("match-1").isEmpty)
+        #expect(try await f.store.allActivityTokens("match-1").isEmpty)
     }
 
     @Test func accountSwitchDeletesTheOtherUsersRecord() async throws {
         let f = try makeStore(); defer { f.close() }
         try await makeLoadedDevice(f.store)
         try await f.store.register("bob", "d1", token: 1)
-        #expect(try f.store.deviceIds("alice") == [])
-        #expect(try f.store.device(userId: "bob", deviceId: "d1")?.pushToken?.token == apnsToken(1))
-        #expect(try f.store.stats().devices == 1)
+        #expect(try await f.store.deviceIds("alice") == [])
+        #expect(try await f.store.device(userId: "bob", deviceId: "d1")?.pushToken?.token == apnsToken(1))
+        #expect(try await f.store.stats().devices == 1)
     }
 
     @Test func pushToStartTokenHasOneOwner() async throws {
         let f = try makeStore(); defer { f.close() }
         try await makeLoadedDevice(f.store)
         _ = try await f.store.registerPushToStartToken(PushToStartRegistration(userId: "alice", deviceId: "d2", token: apnsToken(2)))
-        #expect(try f.store.deviceIds("alice") == ["d2"])
+        #expect(try await f.store.deviceIds("alice") == ["d2"])
     }
 
     @Test func activityTokenMovesWithoutDeletingTheOldDevice() async throws {
@@ -42,16 +42,16 @@ struct OwnershipTests {
         try await makeLoadedDevice(f.store)
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "match-1", userId: "bob", deviceId: "b1", token: apnsToken(3)))
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 0)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken != nil)
-        #expect(try f.store.allActivityTokens("match-1").map(\.userId) == ["bob"])
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 0)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken != nil)
+        #expect(try await f.store.allActivityTokens("match-1").map(\.userId) == ["bob"])
     }
 
     @Test func sameDeviceRegisteringItsOwnTokenKeepsIt() async throws {
         let f = try makeStore(); defer { f.close() }
         try await makeLoadedDevice(f.store)
         try await makeLoadedDevice(f.store)
-        let d = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        let d = try #require(try await f.store.device(userId: "alice", deviceId: "d1"))
         #expect(d.pushToken != nil && d.pushToStartToken != nil && d.activityCount == 1)
     }
 
@@ -64,7 +64,7 @@ struct OwnershipTests {
         try await f.store.register("alice", "d1")
         f.clock.advance(seconds: 1)
         try await f.store.register("alice", "d4")
-        #expect(try f.store.deviceIds("alice") == ["d4", "d1", "d3"])
+        #expect(try await f.store.deviceIds("alice") == ["d4", "d1", "d3"])
     }
 
     @Test func evictedDeviceLosesAllItsTokens() async throws {
@@ -72,7 +72,7 @@ struct OwnershipTests {
         try await makeLoadedDevice(f.store)
         f.clock.advance(seconds: 1)
         try await f.store.register("alice", "d2")
-        let stats = try f.store.stats()
+        let stats = try await f.store.stats()
         #expect(stats.devices == 1 && stats.pushTokens == 0 && stats.pushToStartTokens == 0 && stats.activityTokens == 0)
     }
 
@@ -84,14 +84,14 @@ struct OwnershipTests {
         f.clock.advance(seconds: 1)
         // The new id takes token 1: "reinstalled" goes by the one-owner rule, so the cap evicts nothing.
         try await f.store.register("alice", "new", token: 1)
-        #expect(try f.store.deviceIds("alice") == ["new", "old"])
+        #expect(try await f.store.deviceIds("alice") == ["new", "old"])
     }
 
     @Test func capIsPerUser() async throws {
         let f = try makeStore(maxDevicesPerUser: 1); defer { f.close() }
         try await f.store.register("alice", "d1")
         try await f.store.register("bob", "d1")
-        #expect(try f.store.stats().devices == 2)
+        #expect(try await f.store.stats().devices == 2)
     }
 
     @Test func pushToStartRegistrationCreatesTheDeviceAndRefreshesLastSeen() async throws {
@@ -102,7 +102,7 @@ struct OwnershipTests {
         #expect(created.platform == .apns && created.pushToken == nil)
         f.clock.advance(seconds: 30)
         _ = try await f.store.registerPushToStartToken(PushToStartRegistration(userId: "alice", deviceId: "d1", token: apnsToken(5)))
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.lastSeenAt == f.clock.now())
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.lastSeenAt == f.clock.now())
     }
 
     @Test func activityRegistrationCreatesTheDeviceAndRefreshesLastSeen() async throws {
@@ -112,10 +112,10 @@ struct OwnershipTests {
         let token = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "match-1", userId: "alice", deviceId: "d1", token: apnsToken(9)))
         #expect(token.lastSeenAt == f.clock.now() && token.environment == .production)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.lastSeenAt == f.clock.now())
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.lastSeenAt == f.clock.now())
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "match-1", userId: "alice", deviceId: "fresh", token: apnsToken(10)))
-        #expect(try f.store.device(userId: "alice", deviceId: "fresh")?.activityCount == 1)
+        #expect(try await f.store.device(userId: "alice", deviceId: "fresh")?.activityCount == 1)
     }
 
     @Test func invalidPushToStartOrActivityTokenNamesTheTokenField() async throws {
@@ -129,6 +129,6 @@ struct OwnershipTests {
         }
         #expect(p2s == .invalidField(field: "token", message: Identifier.Problem.oddLength.message))
         #expect(activity == .invalidField(field: "token", message: Identifier.Problem.notHex.message))
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") == nil)
     }
 }

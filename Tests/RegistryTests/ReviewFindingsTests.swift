@@ -26,8 +26,8 @@ struct ReviewFindingsTests {
         _ = try await f.store.registerDevice(DeviceRegistration(userId: "bob", deviceId: "pixel", pushToken: .set(fcm),
                                                                 platform: .fcm))
         #expect(try await f.store.removeToken(fcm, reason: .unregistered, registeredBefore: nil) == 1)
-        #expect(try f.store.device(userId: "alice", deviceId: "iphone")?.pushToken?.token == apns)
-        #expect(try f.store.device(userId: "bob", deviceId: "pixel")?.pushToken == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "iphone")?.pushToken?.token == apns)
+        #expect(try await f.store.device(userId: "bob", deviceId: "pixel")?.pushToken == nil)
     }
 
     @Test func feedbackStillMatchesAPNsTokensCaseInsensitively() async throws {
@@ -39,7 +39,7 @@ struct ReviewFindingsTests {
 
     /// A failed batch must end writing for good: commands that were queued
     /// behind it, and any submitted later, fail `unavailable` and never commit.
-    @Test func commandsQueuedBehindAFailedCommitNeverCommit() async throws {
+    @Test(.lmdbOnly) func commandsQueuedBehindAFailedCommitNeverCommit() async throws {
         let f = try makeStore(); defer { f.close() }
         let writer = f.lmdb.writer
         let entered = DispatchSemaphore(value: 0)
@@ -67,7 +67,7 @@ struct ReviewFindingsTests {
             Issue.record("expected unavailable, got \(String(describing: later))")
             return
         }
-        #expect(try f.store.devices(userId: "alice").isEmpty)
+        #expect(try await f.store.devices(userId: "alice").isEmpty)
     }
 
     /// SIGTERM must not wait for a whole sweep: stopping the sweeper ends
@@ -84,25 +84,25 @@ struct ReviewFindingsTests {
                 appVersion: nil, pushToken: nil, pushToStartToken: nil, activityCount: 0,
                 createdAt: f.clock.now(), lastSeenAt: f.clock.now(), sequence: nil), activityTokens: [])
         }
-        _ = try await f.lmdb.importRecords(records)
+        _ = try await f.maintenance.importRecords(records)
         f.clock.advance(seconds: 120)
         let sweeps = Recorder<Result<SweepCounts, any Error>>()
         let sweeper = Sweeper(store: f.store, interval: .milliseconds(1)) { result, _ in sweeps.record(result) }
         sweeper.start()
-        while try f.store.stats().devices == 3_000 { try await Task.sleep(for: .milliseconds(1)) }
+        while try await f.store.stats().devices == 3_000 { try await Task.sleep(for: .milliseconds(1)) }
         let waited = await offThePool {
             let stopping = ContinuousClock.now
             sweeper.stop()
             return ContinuousClock.now - stopping
         }
         #expect(waited < .seconds(1))
-        #expect(try f.store.stats().devices > 0, "the sweep ran to the end instead of stopping")
+        #expect(try await f.store.stats().devices > 0, "the sweep ran to the end instead of stopping")
         #expect(sweeps.all.count == 1)
     }
 
     /// A dry run reads in bounded transactions, like the real sweep, and
     /// counts the same across batch boundaries.
-    @Test func aDryRunCountsTheSameWithTinyBatches() async throws {
+    @Test(.lmdbOnly) func aDryRunCountsTheSameWithTinyBatches() async throws {
         let batches = Recorder<SweepBatchReport>()
         let f = try makeStore { c in
             c.deviceTTL = .seconds(60)
@@ -124,7 +124,7 @@ struct ReviewFindingsTests {
     }
 
     /// A backup holds every token: owner-only, whatever the umask.
-    @Test func aBackupIsOwnerOnlyWhateverTheUmask() async throws {
+    @Test(.lmdbOnly) func aBackupIsOwnerOnlyWhateverTheUmask() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
         let target = f.directory + "/backup"

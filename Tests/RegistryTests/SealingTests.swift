@@ -57,7 +57,7 @@ struct SealingTests {
 
     private static var allTokens: [String] { [pushHex, pushToStartHex, activityHex, fcmToken] }
 
-    @Test func theDataFileHoldsNoToken() async throws {
+    @Test(.lmdbOnly) func theDataFileHoldsNoToken() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
         // Rotations and removals leave old values behind in freed pages: those must be sealed too.
         try await f.store.register("carol", "d3", token: 1)
@@ -69,7 +69,7 @@ struct SealingTests {
         #expect(try Self.leaks(in: f.directory + "/env/data.mdb", of: ["com.example.a"]) == ["com.example.a as text"])
     }
 
-    @Test func aBackupHoldsNoToken() async throws {
+    @Test(.lmdbOnly) func aBackupHoldsNoToken() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
         let copy = f.directory + "/backup"
         try f.lmdb.backup(toDirectory: copy)
@@ -77,31 +77,31 @@ struct SealingTests {
         // And the backup opens with the key file, tokens and all.
         let restored = try LMDBRegistryStore(configuration: LMDBRegistryStore.Configuration(directory: copy, tokenKeys: TestKeys.ring))
         defer { restored.shutdown() }
-        #expect(try restored.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+        #expect(try await restored.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
     }
 
     @Test func theRulesWorkOnSealedTokens() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
-        let d1 = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        let d1 = try #require(try await f.store.device(userId: "alice", deviceId: "d1"))
         #expect(d1.pushToken?.token == Self.pushHex && d1.pushToStartToken?.token == Self.pushToStartHex)
-        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+        #expect(try await f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
         // The one-owner rule finds the holder through the keyed index.
         _ = try await f.store.registerDevice(DeviceRegistration(userId: "dave", deviceId: "d9", pushToken: .set(Self.pushHex)))
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") == nil)
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "m", userId: "dave", deviceId: "d9", token: Self.activityHex.uppercased()))
-        #expect(try f.store.allActivityTokens("m").map { "\($0.userId) \($0.token)" } == ["dave \(Self.activityHex)"])
+        #expect(try await f.store.allActivityTokens("m").map { "\($0.userId) \($0.token)" } == ["dave \(Self.activityHex)"])
         // Feedback finds it too, in any case, and after a reopen.
         try f.reopen()
         #expect(try await f.store.removeToken(Self.pushHex.uppercased(), reason: .unregistered, registeredBefore: nil) == 1)
         #expect(try await f.store.removeToken(Self.fcmToken, reason: .unregistered, registeredBefore: nil) == 1)
         #expect(try await f.store.removeToken(Self.activityHex, reason: .unregistered, registeredBefore: nil) == 1)
-        let stats = try f.store.stats()
+        let stats = try await f.store.stats()
         #expect(stats.pushTokens == 0 && stats.activityTokens == 0)
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
     }
 
-    @Test func anotherKeyRingIsRefusedAtOpen() async throws {
+    @Test(.lmdbOnly) func anotherKeyRingIsRefusedAtOpen() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
         f.lmdb.shutdown()
         var configuration = f.configuration
@@ -109,10 +109,10 @@ struct SealingTests {
         #expect(Self.openError(configuration) == .wrongTokenKeys)
         // The refused open changed nothing: the right keys still open every token.
         try f.reopen()
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
     }
 
-    @Test func theIndexKeyAloneIsNotEnough() async throws {
+    @Test(.lmdbOnly) func theIndexKeyAloneIsNotEnough() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
         f.lmdb.shutdown()
         var configuration = f.configuration
@@ -129,7 +129,7 @@ struct SealingTests {
             currentKeyID: TestKeys.ring.currentKeyID)
         #expect(Self.openError(configuration) == .wrongTokenKeys)
         try f.reopen()
-        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+        #expect(try await f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
     }
 
     @Test func anEmptyRegistryOpensWithAnyRing() async throws {
@@ -138,29 +138,29 @@ struct SealingTests {
             let f = try makeStore { $0.tokenKeys = ring }; defer { f.close() }
             try await f.store.register("alice", "d1", token: 1)
             try f.reopen()
-            #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1))
+            #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1))
             #expect(try await f.store.removeToken(apnsToken(1), reason: .unregistered, registeredBefore: nil) == 1)
         }
     }
 
-    @Test func checkReportsASealedValueThatDoesNotOpen() async throws {
+    @Test(.lmdbOnly) func checkReportsASealedValueThatDoesNotOpen() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
-        #expect(try f.lmdb.check() == [])
+        #expect(try await f.check() == [])
         try f.corrupt { txn, schema in
             let key = StoreKey.device("alice", "d1")
             var value = try #require(try txn.get(key, in: schema.pushToStart))
             value[value.count - 1] ^= 0x01
             try txn.put(value, for: key, in: schema.pushToStart)
         }
-        let problems = try f.lmdb.check()
+        let problems = try await f.check()
         #expect(problems.contains { $0.hasPrefix("pushToStart token \"alice\"/\"d1\": sealed value does not open") },
                 "\(problems)")
         #expect(!problems.contains { $0.contains(Self.pushToStartHex) }, "a report never shows a token")
         // The other tokens still open.
-        #expect(try f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
+        #expect(try await f.store.allActivityTokens("m").map(\.token) == [Self.activityHex])
     }
 
-    @Test func checkReportsAnActivityValueSealedForAnotherSlot() async throws {
+    @Test(.lmdbOnly) func checkReportsAnActivityValueSealedForAnotherSlot() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
         // A sealed push value moved into an activity slot does not open there (the kind is the context).
         try f.corrupt { txn, schema in
@@ -168,7 +168,7 @@ struct SealingTests {
             let key = try #require(try Self.firstKey(txn, schema.activityTokens))
             try txn.put(push, for: key, in: schema.activityTokens)
         }
-        let problems = try f.lmdb.check()
+        let problems = try await f.check()
         #expect(problems.contains { $0.hasPrefix("activity token ") && $0.contains("sealed value does not open") }, "\(problems)")
     }
 
@@ -176,7 +176,7 @@ struct SealingTests {
     /// registry opens, and `check` names the damaged value. (The open-time
     /// key check recognises each sealing key by a check value of its own,
     /// and only refuses values under a key the file does not hold.)
-    @Test func oneDamagedTokenDoesNotLockTheRegistryOut() async throws {
+    @Test(.lmdbOnly) func oneDamagedTokenDoesNotLockTheRegistryOut() async throws {
         let f = try await makeSealedStore(); defer { f.close() }
         try await f.store.registerPushToStart("carol", "d3", token: 1)
         try f.corrupt { txn, schema in
@@ -187,14 +187,14 @@ struct SealingTests {
         }
         f.lmdb.shutdown()
         try f.reopen()
-        #expect(try f.lmdb.check().count >= 1)
+        #expect(try await f.check().count >= 1)
     }
 
     /// A schema 2 registry migrated at open keeps no plaintext token in
     /// `data.mdb`: LMDB does not clear a freed page, so the store compacts
     /// the file in place after the migration ("a backup of the data
     /// directory without that file discloses no token").
-    @Test func aMigratedDataFileHoldsNoPlaintextToken() async throws {
+    @Test(.lmdbOnly) func aMigratedDataFileHoldsNoPlaintextToken() async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()
         try FileManager.default.removeItem(atPath: f.configuration.directory)
@@ -208,7 +208,7 @@ struct SealingTests {
         }
         legacy.close()
         try f.reopen()
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == Self.pushHex)
         f.lmdb.shutdown()
         let leaks = try Self.leaks(in: f.configuration.directory + "/data.mdb",
                                    of: [Self.pushHex, Self.pushToStartHex, Self.activityHex])

@@ -16,7 +16,7 @@ struct SequenceTests {
         f.clock.advance(seconds: 10)
         let error = await registryError { try await f.store.register("alice", "d1", token: 2, sequence: 4) }
         #expect(error == .staleWrite)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") == stored)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") == stored)
     }
 
     @Test func equalSequenceIsAReplayThatOnlyRefreshesLastSeen() async throws {
@@ -29,7 +29,7 @@ struct SequenceTests {
         expected.lastSeenAt = f.clock.now()
         #expect(!replay.created)
         #expect(replay.device == expected)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") == expected)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") == expected)
     }
 
     @Test func newerSequenceIsAppliedAndStored() async throws {
@@ -49,10 +49,10 @@ struct SequenceTests {
         #expect(p2s == .staleWrite)
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "m", userId: "alice", deviceId: "d1", token: apnsToken(2), sequence: 5))
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 0, "a replay stores no token")
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 0, "a replay stores no token")
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
             activityId: "m", userId: "alice", deviceId: "d1", token: apnsToken(2), sequence: 6))
-        let d = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        let d = try #require(try await f.store.device(userId: "alice", deviceId: "d1"))
         #expect(d.activityCount == 1 && d.sequence == 6)
     }
 
@@ -67,7 +67,7 @@ struct SequenceTests {
                     userId: "alice", deviceId: "d1", token: apnsToken(1), sequence: sequence))
             } == .staleWrite)
         }
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") == nil)
         let back = try await f.store.register("alice", "d1", token: 1, sequence: 8)
         #expect(back.created && back.device.sequence == 8)
     }
@@ -80,22 +80,22 @@ struct SequenceTests {
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: 9)
         #expect(await registryError { try await f.store.register("alice", "d1", sequence: 8) } == .staleWrite)
-        #expect(try f.store.stats().tombstones == 1)
+        #expect(try await f.store.stats().tombstones == 1)
     }
 
     @Test func deleteOlderThanTheStoredRecordIsStaleAndKeepsIt() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1, sequence: 5)
         #expect(await registryError { try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: 4) } == .staleWrite)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") != nil)
-        #expect(try f.store.stats().tombstones == 0)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") != nil)
+        #expect(try await f.store.stats().tombstones == 0)
     }
 
     @Test func deleteWithTheStoredSequenceSignsOut() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1, sequence: 5)
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: 5)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1") == nil)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") == nil)
         #expect(await registryError { try await f.store.register("alice", "d1", sequence: 5) } == .staleWrite)
     }
 

@@ -12,16 +12,17 @@ struct SignOutTests {
                 activityId: activity, userId: "alice", deviceId: "d1", token: apnsToken(activity == "m1" ? 3 : 4)))
         }
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
-        let stats = try f.store.stats()
+        let stats = try await f.store.stats()
         #expect(stats.devices == 0 && stats.pushTokens == 0 && stats.pushToStartTokens == 0 && stats.activityTokens == 0)
-        #expect(try f.store.allActivityTokens("m1").isEmpty && f.store.allActivityTokens("m2").isEmpty)
+        #expect(try await f.store.allActivityTokens("m1").isEmpty)
+        #expect(try await f.store.allActivityTokens("m2").isEmpty)
         #expect(stats.tombstones == 0, "a sign-out without sequence leaves no tombstone")
     }
 
     @Test func signOutSucceedsWhenNothingWasThere() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.signOut(userId: "alice", deviceId: "ghost", sequence: nil)
-        #expect(try f.store.stats().devices == 0)
+        #expect(try await f.store.stats().devices == 0)
     }
 
     @Test func signOutLeavesOtherDevicesAndUsersAlone() async throws {
@@ -30,8 +31,8 @@ struct SignOutTests {
         try await f.store.register("alice", "d2", token: 2)
         try await f.store.register("bob", "d1", token: 3)
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
-        #expect(try f.store.deviceIds("alice") == ["d2"])
-        #expect(try f.store.deviceIds("bob") == ["d1"])
+        #expect(try await f.store.deviceIds("alice") == ["d2"])
+        #expect(try await f.store.deviceIds("bob") == ["d1"])
     }
 
     @Test func signedOutTokensAreFreeForAnotherDevice() async throws {
@@ -40,7 +41,7 @@ struct SignOutTests {
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
         try await f.store.register("alice", "d2", token: 1)
         try await f.store.register("alice", "d3", token: 1)
-        #expect(try f.store.deviceIds("alice") == ["d3"])
+        #expect(try await f.store.deviceIds("alice") == ["d3"])
     }
 
     @Test func removingThePushToStartTokenKeepsTheDevice() async throws {
@@ -48,9 +49,9 @@ struct SignOutTests {
         _ = try await f.store.registerPushToStartToken(PushToStartRegistration(userId: "alice", deviceId: "d1", token: apnsToken(2)))
         try await f.store.removePushToStartToken(userId: "alice", deviceId: "d1")
         try await f.store.removePushToStartToken(userId: "alice", deviceId: "d1")
-        let d = try #require(try f.store.device(userId: "alice", deviceId: "d1"))
+        let d = try #require(try await f.store.device(userId: "alice", deviceId: "d1"))
         #expect(d.pushToStartToken == nil)
-        #expect(try f.store.stats().pushToStartTokens == 0)
+        #expect(try await f.store.stats().pushToStartTokens == 0)
     }
 
     @Test func removingOneActivityTokenKeepsTheOthers() async throws {
@@ -61,8 +62,8 @@ struct SignOutTests {
         }
         try await f.store.removeActivityToken(activityId: "m1", userId: "alice", deviceId: "d1")
         try await f.store.removeActivityToken(activityId: "m1", userId: "alice", deviceId: "nobody")
-        #expect(try f.store.allActivityTokens("m1").isEmpty)
-        #expect(try f.store.allActivityTokens("m2").count == 1)
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 1)
+        #expect(try await f.store.allActivityTokens("m1").isEmpty)
+        #expect(try await f.store.allActivityTokens("m2").count == 1)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 1)
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import TokenSealing
 import LMDB
+import Postgres
+import Testing
 @testable import Registry
 import Synchronization
 
@@ -24,15 +26,56 @@ final class TestClock: RegistryClock {
     func advance(milliseconds delta: Int64) { milliseconds.withLock { $0 += delta } }
 }
 
-/// One store in its own temporary directory. The behaviour tests use only
-/// `store` (`any RegistryStore`), so a second backend can reuse them by
-/// changing `makeStore`.
+/// Which backend the behaviour tests run against: LMDB, unless
+/// `REGISTRY_TEST_BACKEND=postgres` (then `REGISTRY_TEST_POSTGRES_URL`
+/// names the server; `tools/test` runs this target once per backend).
+enum TestBackend: Sendable {
+    case lmdb
+    case postgres(url: String)
+
+    static let current: TestBackend = {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["REGISTRY_TEST_BACKEND"] == "postgres" else { return .lmdb }
+        guard let url = environment["REGISTRY_TEST_POSTGRES_URL"] else {
+            fatalError("REGISTRY_TEST_BACKEND=postgres needs REGISTRY_TEST_POSTGRES_URL (tools/pg-server start DIR prints one)")
+        }
+        return .postgres(url: url)
+    }()
+
+    static var isLMDB: Bool {
+        if case .lmdb = current { return true }
+        return false
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// A test of the PostgreSQL store itself (many nodes, failures of the
+    /// connection): run in the PostgreSQL pass only.
+    static var postgresOnly: Self { .enabled(if: !TestBackend.isLMDB, "tests the PostgreSQL store itself") }
+
+    /// A test of the LMDB store itself (its files, indexes, migrations,
+    /// commit failures), not of the contract: skipped on other backends.
+    static var lmdbOnly: Self { .enabled(if: TestBackend.isLMDB, "tests the LMDB store itself") }
+}
+
+/// One store under test: LMDB in its own temporary directory, or PostgreSQL
+/// in its own schema of the test server's database. The behaviour tests use
+/// only `store` (`any RegistryStore`); `lmdb` is for tests of the LMDB
+/// store itself (`.lmdbOnly`).
 final class StoreFixture {
     let directory: String
     let clock: TestClock
     private(set) var configuration: LMDBRegistryStore.Configuration
-    private(set) var lmdb: LMDBRegistryStore
-    var store: any RegistryStore { lmdb }
+    private var opened: any RegistryMaintenance
+    /// The PostgreSQL schema this fixture's registry lives in.
+    private let schema: String?
+    var store: any RegistryStore { opened }
+    var maintenance: any RegistryMaintenance { opened }
+
+    var lmdb: LMDBRegistryStore {
+        guard let lmdb = opened as? LMDBRegistryStore else { preconditionFailure("an LMDB-only test ran on another backend") }
+        return lmdb
+    }
 
     init(configure: (inout LMDBRegistryStore.Configuration) -> Void) throws {
         directory = NSTemporaryDirectory() + "registry-tests-" + UUID().uuidString
@@ -41,13 +84,68 @@ final class StoreFixture {
         configuration.clock = clock
         configure(&configuration)
         self.configuration = configuration
-        lmdb = try LMDBRegistryStore(configuration: configuration)
+        switch TestBackend.current {
+        case .lmdb:
+            schema = nil
+            opened = try LMDBRegistryStore(configuration: configuration)
+        case .postgres(let url):
+            let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            let admin = try PostgresConnection(url)
+            defer { admin.close() }
+            try admin.query("CREATE SCHEMA \(schema)")
+            self.schema = schema
+            opened = try Self.openPostgres(url, schema, configuration)
+        }
     }
 
-    /// Shuts the store down and opens it again on the same directory.
+    /// The test server's URL, narrowed to `schema`; its connections are
+    /// named after it too, so a test can find (and kill) its own.
+    private static func url(_ url: String, schema: String) -> String {
+        url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema + "&application_name=" + schema
+    }
+
+    private static func openPostgres(_ url: String, _ schema: String,
+                                     _ lmdb: LMDBRegistryStore.Configuration) throws -> PostgresRegistryStore {
+        var configuration = PostgresRegistryStore.Configuration(connectionString: Self.url(url, schema: schema),
+                                                                tokenKeys: lmdb.tokenKeys)
+        configuration.poolSize = 2
+        configuration.maxDevicesPerUser = lmdb.maxDevicesPerUser
+        configuration.maxActivitiesPerDevice = lmdb.maxActivitiesPerDevice
+        configuration.maxApps = lmdb.maxApps
+        configuration.deviceTTL = lmdb.deviceTTL
+        configuration.activityTTL = lmdb.activityTTL
+        configuration.clock = lmdb.clock
+        configuration.onSweepBatch = lmdb.onSweepBatch
+        return try PostgresRegistryStore(configuration: configuration)
+    }
+
+    /// Another registryd node on the same PostgreSQL registry (its own pool,
+    /// the same configuration), for tests of many nodes; `configure`
+    /// adjusts its configuration.
+    func anotherNode(_ configure: (inout LMDBRegistryStore.Configuration) -> Void = { _ in }) throws -> PostgresRegistryStore {
+        guard case .postgres(let url) = TestBackend.current, let schema else { preconditionFailure("a PostgreSQL-only test") }
+        var configuration = self.configuration
+        configure(&configuration)
+        return try Self.openPostgres(url, schema, configuration)
+    }
+
+    /// A connection of its own to this fixture's registry (PostgreSQL only;
+    /// the caller closes it): what an operator, or a fault, does beside the store.
+    func databaseConnection() throws -> PostgresConnection {
+        guard case .postgres(let url) = TestBackend.current, let schema else { preconditionFailure("a PostgreSQL-only test") }
+        return try PostgresConnection(Self.url(url, schema: schema))
+    }
+
+    /// The store's own consistency check (`RegistryMaintenance.check`), on either backend.
+    func check() async throws -> [String] { try await opened.check(limit: 100, progress: nil) }
+
+    /// Shuts the store down and opens it again on the same directory (or schema).
     func reopen() throws {
-        lmdb.shutdown()
-        lmdb = try LMDBRegistryStore(configuration: configuration)
+        opened.shutdown()
+        switch TestBackend.current {
+        case .lmdb: opened = try LMDBRegistryStore(configuration: configuration)
+        case .postgres(let url): opened = try Self.openPostgres(url, schema ?? "", configuration)
+        }
     }
 
     /// Breaks the store on purpose: `body`'s raw writes, in one LMDB write
@@ -57,7 +155,6 @@ final class StoreFixture {
         let schema = lmdb.schema
         try lmdb.environment.write { txn in try body(txn, schema) }
     }
-
     /// Every entry of every database but `meta`, by database name.
     func entries() throws -> [String: [[UInt8]: [UInt8]]] {
         let schema = lmdb.schema
@@ -79,10 +176,14 @@ final class StoreFixture {
         }
     }
 
-    /// Shuts down and removes the directory.
+    /// Shuts down and removes the directory (or schema).
     func close() {
-        lmdb.shutdown()
+        opened.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
+        if case .postgres(let url) = TestBackend.current, let schema, let admin = try? PostgresConnection(url) {
+            _ = try? admin.query("DROP SCHEMA \(schema) CASCADE")
+            admin.close()
+        }
     }
 }
 
@@ -111,16 +212,16 @@ extension RegistryStore {
     }
 
     /// The deviceIds of a user's devices, in list order.
-    func deviceIds(_ user: String) throws -> [String] {
-        try devices(userId: user).map(\.deviceId)
+    func deviceIds(_ user: String) async throws -> [String] {
+        try await devices(userId: user).map(\.deviceId)
     }
 
     /// Every token of an activity, walking all pages.
-    func allActivityTokens(_ activity: String, pageSize: Int = 1_000) throws -> [ActivityToken] {
+    func allActivityTokens(_ activity: String, pageSize: Int = 1_000) async throws -> [ActivityToken] {
         var all: [ActivityToken] = []
         var cursor: String?
         repeat {
-            let page = try activityTokens(activityId: activity, limit: pageSize, cursor: cursor)
+            let page = try await activityTokens(activityId: activity, limit: pageSize, cursor: cursor)
             all += page.tokens
             cursor = page.nextCursor
         } while cursor != nil

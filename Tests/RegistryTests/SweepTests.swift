@@ -28,8 +28,8 @@ struct SweepTests {
         f.clock.advance(seconds: Self.hour + 1)
         let counts = try await f.store.sweep(dryRun: false)
         #expect(counts == SweepCounts(devices: 1, pushToStartTokens: 1, activityTokens: 2, tombstones: 0))
-        #expect(try f.store.deviceIds("alice") == ["recent"])
-        let stats = try f.store.stats()
+        #expect(try await f.store.deviceIds("alice") == ["recent"])
+        let stats = try await f.store.stats()
         #expect(stats.pushTokens == 1 && stats.pushToStartTokens == 0 && stats.activityTokens == 0)
     }
 
@@ -42,8 +42,8 @@ struct SweepTests {
             activityId: "m", userId: "alice", deviceId: "d2", token: apnsToken(2)))
         f.clock.advance(seconds: Self.hour + 60)
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts(activityTokens: 1))
-        #expect(try f.store.allActivityTokens("m").map(\.deviceId) == ["d2"])
-        #expect(try f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 0)
+        #expect(try await f.store.allActivityTokens("m").map(\.deviceId) == ["d2"])
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 0)
     }
 
     @Test func removesTombstonesOlderThanTheDeviceTTL() async throws {
@@ -68,9 +68,9 @@ struct SweepTests {
         f.clock.advance(seconds: 3 * Self.hour)
         try await f.store.register("u1", "d")
         f.clock.advance(seconds: 8 * Self.hour)
-        let before = try f.store.stats()
+        let before = try await f.store.stats()
         let dry = try await f.store.sweep(dryRun: true)
-        #expect(try f.store.stats() == before)
+        #expect(try await Self.counts(f.store.stats()) == Self.counts(before))
         #expect(dry == SweepCounts(devices: 3, activityTokens: 4, tombstones: 1))
         #expect(try await f.store.sweep(dryRun: false) == dry)
     }
@@ -86,10 +86,10 @@ struct SweepTests {
         f.clock.advance(seconds: 10 * Self.hour - 5 * 60)
         #expect(try await f.store.sweep(dryRun: true) == SweepCounts(devices: 1))
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts(devices: 1))
-        #expect(try f.store.deviceIds("alice") == ["refreshed"])
+        #expect(try await f.store.deviceIds("alice") == ["refreshed"])
     }
 
-    @Test func sweepsManyExpiredRecordsInBoundedBatches() async throws {
+    @Test(.lmdbOnly) func sweepsManyExpiredRecordsInBoundedBatches() async throws {
         let (counts, commits) = try await sweepExpired(devices: 50) { $0.sweepBatchSize = 3 }
         #expect(counts == SweepCounts(devices: 50))
         #expect(commits >= 50 / 3, "each step of 3 is its own commit")
@@ -98,7 +98,7 @@ struct SweepTests {
     /// Review of a 1,000,000-device sweep: a step of 1,000 device deletions held the one writer for
     /// 153 ms, so upserts queued behind it waited that long (p99 2.4 s). A step now stops when its
     /// time budget is spent (after at least one entry, so a sweep always progresses).
-    @Test func aStepStopsAtItsTimeBudgetAndTheSweepStillFinishes() async throws {
+    @Test(.lmdbOnly) func aStepStopsAtItsTimeBudgetAndTheSweepStillFinishes() async throws {
         let (counts, commits) = try await sweepExpired(devices: 20) { c in
             c.sweepBatchSize = 1_000
             c.sweepStepBudget = .zero
@@ -124,18 +124,18 @@ struct SweepTests {
         f.clock.advance(seconds: 11 * Self.hour)
         let commitsBefore = commits.all.count
         let counts = try await store.sweep(dryRun: false)
-        #expect(try store.stats().devices == 0)
+        #expect(try await store.stats().devices == 0)
         return (counts, commits.all.count - commitsBefore)
     }
 
     @Test func sweepRecordsLastSweepAtButDryRunDoesNot() async throws {
         let f = try makeExpiringStore(); defer { f.close() }
         _ = try await f.store.sweep(dryRun: true)
-        #expect(try f.store.stats().lastSweepAt == nil)
+        #expect(try await f.store.stats().lastSweepAt == nil)
         _ = try await f.store.sweep(dryRun: false)
         let at = f.clock.now()
         try f.reopen()
-        #expect(try f.store.stats().lastSweepAt == at)
+        #expect(try await f.store.stats().lastSweepAt == at)
     }
 
     @Test func sweeperSweepsEveryIntervalAndStopsPromptly() async throws {
@@ -153,12 +153,18 @@ struct SweepTests {
         let seen = reports.all
         #expect(seen.count >= 2)
         #expect(seen.first == SweepCounts(devices: 1))
-        #expect(try f.store.stats().devices == 0)
+        #expect(try await f.store.stats().devices == 0)
 
         let idle = Sweeper(store: f.store, interval: .seconds(3_600)) { _, _ in }
         idle.start()
         let stopStarted = ContinuousClock.now
         await offThePool { idle.stop() }
         #expect(ContinuousClock.now - stopStarted < .seconds(1))
+    }
+
+    /// What `stats()` counts, without the bytes used (which a database may
+    /// change on its own, e.g. PostgreSQL's autovacuum).
+    private static func counts(_ s: StoreStats) -> [Int] {
+        [s.devices, s.pushTokens, s.pushToStartTokens, s.activityTokens, s.tombstones, s.historyEvents]
     }
 }

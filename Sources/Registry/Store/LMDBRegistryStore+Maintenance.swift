@@ -54,24 +54,14 @@ extension LMDBRegistryStore {
     /// within a millisecond) are told apart by how often they occur among
     /// `records`, so both come back. Returns how many records were written.
     public func importRecords(_ records: [ExportedRecord]) async throws -> Int {
-        var seen: [HistoryEvent: Int] = [:]
-        let occurrences = records.map { record -> Int in
-            guard case .history(let event) = record else { return 1 }
-            seen[event, default: 0] += 1
-            return seen[event]!
-        }
-        var written = 0
-        for start in stride(from: 0, to: records.count, by: 500) {
-            let range = start..<min(start + 500, records.count)
-            let chunk = Array(zip(records[range], occurrences[range]))
-            written += try await writing { writer in
+        try await ImportBatches.write(records) { chunk in
+            try await writing { writer in
                 var quiet = writer
                 quiet.recordsHistory = false
                 for (record, occurrence) in chunk { try quiet.restore(record, occurrence: occurrence) }
                 return chunk.count
             }
         }
-        return written
     }
 
     /// Reads every database and checks each index against its records.
@@ -127,52 +117,19 @@ extension LMDBRegistryStore {
 }
 
 extension RecordWriter {
-    /// Puts one exported record back with all its index entries. A history
-    /// event is the `occurrence`th of its identical events in the import.
-    func restore(_ record: ExportedRecord, occurrence: Int = 1) throws {
-        switch record {
-        case .device(let d, let activityTokens):
-            let id = try recordID(d.userId, appId: d.appId, d.deviceId)
-            if try read.device(id) != nil { try deleteDevice(id, reason: .deleted) }
-            for (kind, token) in [(TokenKind.push, d.pushToken), (.pushToStart, d.pushToStartToken)] {
-                if let token, let owner = try read.owner(of: token.token, kind), read.tokenKey(kind, owner) != id.key {
-                    try deleteDevice(owner.id, reason: .deleted)
-                }
-            }
-            let value = DeviceValue(platform: d.platform, environment: d.environment, osVersion: d.osVersion,
-                                    appVersion: d.appVersion, createdAt: d.createdAt, lastSeenAt: d.lastSeenAt,
-                                    sequence: d.sequence)
-            try save(id, value, previous: nil)
-            if let push = d.pushToken {
-                try putToken(.push, id, TokenValue(token: push.token, environment: d.environment, updatedAt: push.updatedAt))
-            }
-            if let start = d.pushToStartToken {
-                try putToken(.pushToStart, id,
-                             TokenValue(token: start.token, environment: start.environment, updatedAt: start.updatedAt))
-            }
-            for t in activityTokens {
-                if let owner = try read.owner(of: t.token, .activity) {
-                    try removeActivityToken(owner.activityId ?? "", owner.id, reason: .deleted)
-                }
-                try putActivityToken(t.activityId, id,
-                                     TokenValue(token: t.token, environment: t.environment, updatedAt: t.lastSeenAt))
-            }
-        case .tombstone(let t):
-            let id = try recordID(t.userId, appId: t.appId, t.deviceId)
-            if let old = try read.tombstone(id) {
-                try txn.delete(ExpiryKey(at: old.deletedAt, kind: .tombstone, recordKey: id.key).bytes, in: schema.expiry)
-            }
-            try txn.put(TombstoneValue(sequence: t.sequence, deletedAt: t.deletedAt).encoded(), for: id.key, in: schema.tombstones)
-            try txn.put([], for: ExpiryKey(at: t.deletedAt, kind: .tombstone, recordKey: id.key).bytes, in: schema.expiry)
-        case .history(let event):
-            try restoreHistory(event, occurrence: occurrence)
+    func restoreTombstone(_ t: Tombstone) throws {
+        let id = try recordID(t.userId, appId: t.appId, t.deviceId)
+        if let old = try read.tombstone(id) {
+            try txn.delete(ExpiryKey(at: old.deletedAt, kind: .tombstone, recordKey: id.key).bytes, in: schema.expiry)
         }
+        try txn.put(TombstoneValue(sequence: t.sequence, deletedAt: t.deletedAt).encoded(), for: id.key, in: schema.tombstones)
+        try txn.put([], for: ExpiryKey(at: t.deletedAt, kind: .tombstone, recordKey: id.key).bytes, in: schema.expiry)
     }
 
     /// Puts an exported history event back at its own time, unless the
     /// user already has `occurrence` identical ones; then trims to the
     /// per-user bound.
-    private func restoreHistory(_ e: HistoryEvent, occurrence: Int) throws {
+    func restoreHistory(_ e: HistoryEvent, occurrence: Int) throws {
         let value = HistoryValue(at: e.at, app: try apps.code(e.appId, txn), device: e.deviceId, kind: e.kind,
                                  activityId: e.activityId, action: e.action, reason: e.reason,
                                  feedbackReason: e.feedbackReason, fingerprint: e.tokenFingerprint)

@@ -15,7 +15,7 @@ import TokenSealing
 /// operator commands, tests). As a `Service` it belongs first in a
 /// `ServiceGroup`, so that its stop (`shutdown()`: the final commit, then
 /// closing the environment) comes after everything that writes has stopped.
-public final class LMDBRegistryStore: RegistryStore, Service {
+public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
     public struct Configuration: Sendable {
         /// The LMDB environment directory (created when missing).
         public var directory: String
@@ -213,6 +213,17 @@ public final class LMDBRegistryStore: RegistryStore, Service {
 
     /// `false` once a commit failed or the map could not grow.
     public var isHealthy: Bool { writer.isHealthy && environment.isUsable }
+
+    public func checkHealth() throws {
+        guard isHealthy else { throw RegistryError.unavailable(reason: "storage is unusable") }
+    }
+
+    /// An LMDB read waits on nothing but memory: it runs on the caller's thread.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T) async throws -> T {
+        try body(self)
+    }
+
+    public var inlineReads: (any RegistryReads & Sendable)? { self }
 
     var now: Timestamp { configuration.clock.now() }
 

@@ -37,21 +37,6 @@ struct RecordReader {
         return activities
     }
 
-    /// The device's least recently refreshed activity (ties by activity id
-    /// bytes): the one the activity cap evicts. O(cap).
-    func leastRecentActivity(_ id: RecordID) throws -> String? {
-        var oldest: (activity: String, at: Timestamp)?
-        for activity in try activities(id) {
-            guard let token = try token(.activity, StoreKey.activityToken(activity, id)) else { continue }
-            if let current = oldest,
-               current.at < token.updatedAt || (current.at == token.updatedAt && !activity.utf8.lexicographicallyPrecedes(current.activity.utf8)) {
-                continue
-            }
-            oldest = (activity, token.updatedAt)
-        }
-        return oldest?.activity
-    }
-
     /// One app's tombstones of a user as (record, value), in key order (at most the tombstone cap).
     func tombstones(of user: String, app: String) throws -> [(RecordID, TombstoneValue)] {
         try perRecord(StoreKey.userApp(user, app), in: schema.tombstones, what: "tombstone") { try TombstoneValue(decoding: $0) }

@@ -1,6 +1,7 @@
 import LMDB
 
-/// The store's write primitives inside one (nested) write transaction. Each
+/// The LMDB store's `RecordTransaction`: its write primitives inside one
+/// (nested) write transaction. Each
 /// keeps its indexes in step in the same transaction as the record: the
 /// token owner index with every token, the expiry index with every
 /// lastSeen, `deviceActivities` and the device's `activityCount` with every
@@ -10,7 +11,7 @@ import LMDB
 ///
 /// Ids are compared as bytes, never with `String ==` (which treats
 /// canonically equivalent strings as equal while their keys differ).
-struct RecordWriter {
+struct RecordWriter: RecordTransaction {
     let txn: WriteTransaction
     let schema: Schema
     let vault: TokenVault
@@ -25,6 +26,30 @@ struct RecordWriter {
     func recordID(_ user: String, appId: String, _ device: String) throws -> RecordID {
         RecordID(user: user, app: try apps.code(appId, txn), device: device)
     }
+
+    // MARK: Reads (`RecordReader` over the write transaction)
+
+    func existingRecordID(_ user: String, appId: String, _ device: String) throws -> RecordID? {
+        try read.recordID(user, appId: appId, device)
+    }
+
+    func device(_ id: RecordID) throws -> DeviceValue? { try read.device(id) }
+
+    func tombstone(_ id: RecordID) throws -> TombstoneValue? { try read.tombstone(id) }
+
+    func token(_ kind: TokenKind, of holder: OwnerValue) throws -> TokenValue? {
+        try read.token(kind, read.tokenKey(kind, holder))
+    }
+
+    func owner(of token: String, _ kind: TokenKind) throws -> OwnerValue? { try read.owner(of: token, kind) }
+
+    func deviceValues(of user: String, app: String) throws -> [(RecordID, DeviceValue)] {
+        try read.deviceValues(of: user, app: app)
+    }
+
+    func activities(_ id: RecordID) throws -> [String] { try read.activities(id) }
+
+    func join(_ id: RecordID, _ value: DeviceValue) throws -> DeviceRecord { try read.join(id, value) }
 
     // MARK: Devices
 
@@ -73,6 +98,13 @@ struct RecordWriter {
         stored.environment = value.environment
         stored.updatedAt = value.updatedAt
         return stored
+    }
+
+    func setTokenEnvironment(_ kind: TokenKind, of holder: OwnerValue, _ environment: APNsEnvironment) throws {
+        let key = read.tokenKey(kind, holder)
+        guard var stored = try read.token(kind, key) else { return }
+        stored.environment = environment
+        try txn.put(stored.encoded(kind, vault), for: key, in: schema.database(kind))
     }
 
     /// Removes a device-level token and its owner entry; false when there was none.

@@ -87,7 +87,7 @@ public enum RegistryOpenError: Error, Hashable, Sendable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .schemaMismatch(let found, let expected):
-            "the data directory holds schema version \(found); this build reads versions up to \(expected)"
+            "the registry holds schema version \(found); this build reads versions up to \(expected)"
         case .wrongTokenKeys(let detail):
             "the token key file does not match this registry (\(detail)); give the key file it was written with (--token-key-file, or DIR/secrets/token-keys)"
         }

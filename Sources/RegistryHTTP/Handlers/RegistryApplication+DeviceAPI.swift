@@ -10,16 +10,16 @@ import Registry
 /// (`default` when absent, as for a v1 client), and the list shows every
 /// app's records unless `?appId=` narrows it.
 extension RegistryApplication {
-    func listDevices(_ call: Call) throws -> HTTPResponse {
+    func listDevices(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let appId = try FieldCheck.appId(in: QueryParameters(call.request.query))
-        let devices = try store.devices(userId: call.userId, appId: appId)
+        let devices = try reads.devices(userId: call.userId, appId: appId)
         return Self.devicesDocument(devices, Views.device(_:into:))
     }
 
-    func getDevice(_ call: Call) throws -> HTTPResponse {
+    func getDevice(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let deviceId = try call.parameter(FieldCheck.deviceId)
         let appId = try FieldCheck.appId(in: QueryParameters(call.request.query)) ?? Identifier.defaultAppId
-        guard let device = try store.device(userId: call.userId, appId: appId, deviceId: deviceId) else {
+        guard let device = try reads.device(userId: call.userId, appId: appId, deviceId: deviceId) else {
             throw APIError.recordNotFound("device")
         }
         return Self.deviceDocument(200, device)

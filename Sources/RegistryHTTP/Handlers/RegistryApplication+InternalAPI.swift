@@ -10,20 +10,20 @@ import Registry
 /// show every app's records unless an optional `appId` (query parameter, or
 /// body field of the lookup) narrows them (API.md v1.1 "App families").
 extension RegistryApplication {
-    func userDevices(_ call: Call) throws -> HTTPResponse {
+    func userDevices(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
         let appId = try FieldCheck.appId(in: QueryParameters(call.request.query))
-        let devices = try store.devices(userId: userId, appId: appId)
+        let devices = try reads.devices(userId: userId, appId: appId)
         return Self.devicesDocument(devices, Views.sender(_:into:))
     }
 
     /// A user's token history (API.md v1.1 "Token history"), newest first;
     /// `[]` for a user the registry does not know.
-    func tokenHistory(_ call: Call) throws -> HTTPResponse {
+    func tokenHistory(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
         let limit = try FieldCheck.limit(in: QueryParameters(call.request.query), standard: HistoryEvent.maxPerUser,
                                          max: HistoryEvent.maxPerUser)
-        let events = try store.history(userId: userId, limit: limit)
+        let events = try reads.history(userId: userId, limit: limit)
         return Self.json(200, capacity: 16 + events.count * 320) { w in
             w.beginObject()
             w.key("events")
@@ -40,22 +40,22 @@ extension RegistryApplication {
         return Self.json(200, StatsDocument.sweep(counts))
     }
 
-    func stats(_ call: Call) throws -> HTTPResponse {
-        Self.json(200, StatsDocument.stats(try store.stats()))
+    func stats(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
+        Self.json(200, StatsDocument.stats(try reads.stats()))
     }
 
-    func prometheusMetrics(_ call: Call) throws -> HTTPResponse {
-        let stats = try? store.stats()
+    func prometheusMetrics(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
+        let stats = try? reads.stats()
         return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                             body: Array(metrics.render(stats: stats).utf8))
     }
 
-    func healthz(_ call: Call) throws -> HTTPResponse {
-        guard store.isHealthy else { throw APIError.unavailable("storage is unusable") }
+    func healthz(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
+        try reads.checkHealth()
         return Self.json(200, .object([("status", .string("ok"))]))
     }
 
-    func lookupUsers(_ call: Call) throws -> HTTPResponse {
+    func lookupUsers(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let fields = try BodyFields(body: call.request.body)
         guard let value = fields.object["userIds"], value != .null else {
             throw APIError.invalidField("userIds", "is required")
@@ -74,7 +74,7 @@ extension RegistryApplication {
             userIds.append(try FieldCheck.userId(id, field: "userIds[\(index)]"))
         }
         let appId = try fields.optionalAppId()
-        let found = try store.devices(userIds: userIds, appId: appId)
+        let found = try reads.devices(userIds: userIds, appId: appId)
         let deviceCount = found.reduce(0) { $0 + $1.devices.count }
         return Self.json(200, capacity: 16 + found.count * 32 + deviceCount * Self.bytesPerDevice) { w in
             w.beginObject()
@@ -91,7 +91,7 @@ extension RegistryApplication {
         }
     }
 
-    func activityTokens(_ call: Call) throws -> HTTPResponse {
+    func activityTokens(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let activityId = try call.parameter(FieldCheck.activityId)
         let parameters = try QueryParameters(call.request.query)
         let limit = try FieldCheck.limit(in: parameters, standard: configuration.defaultPageLimit,
@@ -99,7 +99,7 @@ extension RegistryApplication {
         let cursor = try parameters.single("cursor")
         if let cursor, cursor.isEmpty { throw APIError.invalidField("cursor", "must not be empty") }
         let appId = try FieldCheck.appId(in: parameters)
-        let page = try store.activityTokens(activityId: activityId, appId: appId, limit: limit, cursor: cursor)
+        let page = try reads.activityTokens(activityId: activityId, appId: appId, limit: limit, cursor: cursor)
         return Self.json(200, capacity: 32 + page.tokens.count * 256) { w in
             w.beginObject()
             w.key("tokens")

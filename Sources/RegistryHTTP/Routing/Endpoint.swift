@@ -1,4 +1,5 @@
 import HTTPServer
+import Registry
 
 /// One endpoint of API.md: everything the service knows about it, in one row
 /// of `RouteTable`. Routing, 404/405 with `Allow`, the credential check, the
@@ -24,11 +25,13 @@ struct Endpoint: Sendable {
         }
     }
 
-    /// What answers the endpoint. A read never waits, so the server runs it
-    /// on its own thread; a write waits for a group commit, so it runs as a
+    /// What answers the endpoint. A read is given the store's reads: on the
+    /// server's own thread when the store's reads never wait (LMDB), else
+    /// on a thread the store may block (`RegistryStore.read`) while the
+    /// connection is suspended. A write waits for a commit, so it runs as a
     /// task with the connection suspended.
     enum Handler: Sendable {
-        case read(@Sendable (RegistryApplication, Call) throws -> HTTPResponse)
+        case read(@Sendable (RegistryApplication, Call, any RegistryReads) throws -> HTTPResponse)
         case write(@Sendable (RegistryApplication, Call) async throws -> HTTPResponse)
     }
 

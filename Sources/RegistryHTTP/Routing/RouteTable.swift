@@ -11,10 +11,10 @@ enum RouteTable {
     static let endpoints: [Endpoint] = [
         // The device API (API.md "Device API").
         Endpoint("POST /v1/devices", .device, json: true, .write { try await $0.registerDevice($1) }),
-        Endpoint("GET /v1/devices", .device, .read { try $0.listDevices($1) }),
+        Endpoint("GET /v1/devices", .device, .read { try $0.listDevices($1, $2) }),
         Endpoint("POST /v1/devices/push-to-start-token", .device, json: true,
                  .write { try await $0.registerPushToStart($1) }),
-        Endpoint("GET /v1/devices/{deviceId}", .device, .read { try $0.getDevice($1) }),
+        Endpoint("GET /v1/devices/{deviceId}", .device, .read { try $0.getDevice($1, $2) }),
         Endpoint("DELETE /v1/devices/{deviceId}", .device, .write { try await $0.signOut($1) }),
         Endpoint("DELETE /v1/devices/{deviceId}/push-to-start-token", .device,
                  .write { try await $0.removePushToStart($1) }),
@@ -23,18 +23,18 @@ enum RouteTable {
         Endpoint("DELETE /v1/activities/{activityId}/activity-token", .device,
                  .write { try await $0.removeActivityToken($1) }),
         // The internal API (API.md "Internal API", and v1.1's token history and environment correction).
-        Endpoint("GET /internal/v1/users/{userId}/devices", .internal, .read { try $0.userDevices($1) }),
-        Endpoint("GET /internal/v1/users/{userId}/history", .internal, .read { try $0.tokenHistory($1) }),
-        Endpoint("POST /internal/v1/users/lookup", .internal, json: true, .read { try $0.lookupUsers($1) }),
-        Endpoint("GET /internal/v1/activities/{activityId}/tokens", .internal, .read { try $0.activityTokens($1) }),
+        Endpoint("GET /internal/v1/users/{userId}/devices", .internal, .read { try $0.userDevices($1, $2) }),
+        Endpoint("GET /internal/v1/users/{userId}/history", .internal, .read { try $0.tokenHistory($1, $2) }),
+        Endpoint("POST /internal/v1/users/lookup", .internal, json: true, .read { try $0.lookupUsers($1, $2) }),
+        Endpoint("GET /internal/v1/activities/{activityId}/tokens", .internal, .read { try $0.activityTokens($1, $2) }),
         Endpoint("POST /internal/v1/feedback", .internal, json: true, .write { try await $0.feedback($1) }),
         Endpoint("POST /internal/v1/tokens/environment", .internal, json: true,
                  .write { try await $0.correctEnvironment($1) }),
         Endpoint("POST /internal/v1/sweep", .internal, json: true, .write { try await $0.sweep($1) }),
-        Endpoint("GET /internal/v1/stats", .internal, .read { try $0.stats($1) }),
-        Endpoint("GET /metrics", .internal, .read { try $0.prometheusMetrics($1) }),
-        Endpoint("GET /healthz", .open, .read { try $0.healthz($1) }),
+        Endpoint("GET /internal/v1/stats", .internal, .read { try $0.stats($1, $2) }),
+        Endpoint("GET /metrics", .internal, .read { try $0.prometheusMetrics($1, $2) }),
+        Endpoint("GET /healthz", .open, .read { try $0.healthz($1, $2) }),
         // This contract as an OpenAPI 3.1 document (OpenAPI/openapi.json).
-        Endpoint("GET /openapi.json", .open, .read { try $0.openAPIDocument($1) }),
+        Endpoint("GET /openapi.json", .open, .read { app, call, _ in try app.openAPIDocument(call) }),
     ]
 }

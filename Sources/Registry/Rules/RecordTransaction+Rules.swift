@@ -1,11 +1,10 @@
-import LMDB
+/// The rules of API.md, applied inside one command's transaction, the same
+/// on every backend; a thrown `RegistryError` discards everything the
+/// command wrote.
+/// What a request's `sequence` does against the stored record and tombstone.
+enum SequenceVerdict { case apply, replay }
 
-/// The rules of API.md, applied inside one command's nested transaction;
-/// a thrown `RegistryError` discards everything the command wrote.
-extension RecordWriter {
-    /// What a request's `sequence` does against the stored record and tombstone.
-    enum SequenceVerdict { case apply, replay }
-
+extension RecordTransaction {
     func verdict(_ incoming: UInt64?, stored: DeviceValue?, tombstone: TombstoneValue?,
                  isDelete: Bool = false) throws(RegistryError) -> SequenceVerdict {
         guard let incoming else { return .apply }
@@ -22,7 +21,7 @@ extension RecordWriter {
     /// malformed token past the sequence verdict.
     func registerDevice(_ r: DeviceRegistration, maxDevices: Int) throws -> RegistrationOutcome {
         let id = try recordID(r.userId, appId: r.appId, r.deviceId)
-        let existing = try read.device(id)
+        let existing = try device(id)
         let platform = r.platform ?? existing?.platform ?? .apns
         var pushToken: String?
         if case .set(let raw) = r.pushToken {
@@ -31,12 +30,12 @@ extension RecordWriter {
             case .failure(let problem): throw RegistryError.invalidField(field: "pushToken", message: problem.message)
             }
         }
-        let tombstone = try read.tombstone(id)
+        let tombstone = try tombstone(id)
         if try verdict(r.sequence, stored: existing, tombstone: tombstone) == .replay, var replayed = existing {
             let previous = replayed
             replayed.lastSeenAt = now
             try save(id, replayed, previous: previous)
-            return RegistrationOutcome(device: try read.join(id, replayed), created: false)
+            return RegistrationOutcome(device: try join(id, replayed), created: false)
         }
         if let pushToken { try claim(pushToken, .push, id, activity: nil) }
         if existing == nil { try makeRoom(for: id, maxDevices: maxDevices) }
@@ -51,16 +50,15 @@ extension RecordWriter {
         try save(id, value, previous: existing)
         switch r.pushToken {
         case .keep:
-            if existing?.environment != value.environment, var token = try read.token(.push, id.key) {
-                token.environment = value.environment
-                try txn.put(token.encoded(.push, vault), for: id.key, in: schema.pushTokens)
+            if existing?.environment != value.environment, try token(.push, of: OwnerValue(id: id, activityId: nil)) != nil {
+                try setTokenEnvironment(.push, of: OwnerValue(id: id, activityId: nil), value.environment)
             }
         case .remove:
-            try removeToken(.push, id, reason: .permissionWithdrawn)
+            try removeToken(.push, id, reason: .permissionWithdrawn, feedback: nil)
         case .set:
             try putToken(.push, id, TokenValue(token: pushToken!, environment: value.environment, updatedAt: now))
         }
-        return RegistrationOutcome(device: try read.join(id, value), created: existing == nil)
+        return RegistrationOutcome(device: try join(id, value), created: existing == nil)
     }
 
     func registerPushToStart(_ r: PushToStartRegistration, maxDevices: Int) throws -> DeviceRecord {
@@ -69,9 +67,9 @@ extension RecordWriter {
         let device = try touchDevice(id, sequence: r.sequence, maxDevices: maxDevices) {
             try claim(token, .pushToStart, id, activity: nil)
         }
-        if device.replayed { return try read.join(id, device.value) }
+        if device.replayed { return try join(id, device.value) }
         try putToken(.pushToStart, id, TokenValue(token: token, environment: r.environment ?? .production, updatedAt: now))
-        return try read.join(id, device.value)
+        return try join(id, device.value)
     }
 
     /// A device holds at most `maxActivities` activity tokens: a new activity
@@ -82,17 +80,17 @@ extension RecordWriter {
         let device = try touchDevice(id, sequence: r.sequence, maxDevices: maxDevices) {
             try claim(token, .activity, id, activity: r.activityId)
         }
-        let key = StoreKey.activityToken(r.activityId, id)
+        let holder = OwnerValue(id: id, activityId: r.activityId)
         if device.replayed {
-            let stored = try read.token(.activity, key)
+            let stored = try self.token(.activity, of: holder)
             return ActivityToken(activityId: r.activityId, userId: r.userId, deviceId: r.deviceId,
                                  token: stored?.token ?? token, environment: stored?.environment ?? r.environment ?? .production,
                                  lastSeenAt: stored?.updatedAt ?? now, appId: r.appId)
         }
-        if try read.token(.activity, key) == nil {
-            var count = device.value.activityCount
-            while count >= max(1, maxActivities), let oldest = try read.leastRecentActivity(id) {
-                try removeActivityToken(oldest, id, reason: .activityCap)
+        if try self.token(.activity, of: holder) == nil {
+            var count = try activities(id).count
+            while count >= max(1, maxActivities), let oldest = try leastRecentActivity(id) {
+                try removeActivityToken(oldest, id, reason: .activityCap, feedback: nil)
                 count -= 1
             }
         }
@@ -106,11 +104,10 @@ extension RecordWriter {
     /// sequence, a tombstone (at most `maxTombstones` per user).
     func signOut(_ user: String, appId: String, _ device: String, sequence: UInt64?, maxTombstones: Int) throws {
         // An app never seen has no record; a sequenced sign-out still leaves its tombstone.
-        let appKnown = try read.recordID(user, appId: appId, device) != nil
+        let appKnown = try existingRecordID(user, appId: appId, device) != nil
         guard sequence != nil || appKnown else { return }
         let id = try recordID(user, appId: appId, device)
-        let existing = try read.device(id)
-        _ = try verdict(sequence, stored: existing, tombstone: try read.tombstone(id), isDelete: true)
+        _ = try verdict(sequence, stored: try self.device(id), tombstone: try tombstone(id), isDelete: true)
         try deleteDevice(id, reason: .signOut)
         if let sequence { try putTombstone(id, sequence: sequence, maxTombstones: maxTombstones) }
     }
@@ -121,15 +118,15 @@ extension RecordWriter {
     /// environment from the device, so the device value changes with it.
     func correctEnvironment(_ token: String, to environment: APNsEnvironment) throws -> Int {
         try eachHolder(of: token) { kind, owner, matched in
-            let key = read.tokenKey(kind, owner)
-            guard var stored = try read.token(kind, key), stored.environment != environment else { return false }
-            stored.environment = environment
-            try txn.put(stored.encoded(kind, vault), for: key, in: schema.database(kind))
-            if kind == .push, var device = try read.device(owner.id) {
+            guard let stored = try self.token(kind, of: owner), stored.environment != environment else { return false }
+            try setTokenEnvironment(kind, of: owner, environment)
+            if kind == .push, var device = try self.device(owner.id) {
+                let previous = device
                 device.environment = environment
-                try txn.put(device.encoded(), for: owner.id.key, in: schema.devices)
+                try save(owner.id, device, previous: previous)
             }
-            try recordEvent(owner.id, kind, activity: owner.activityId, .environmentCorrected, token: matched)
+            try recordEvent(owner.id, kind, activity: owner.activityId, .environmentCorrected, reason: nil, feedback: nil,
+                            token: matched)
             return true
         }
     }
@@ -139,7 +136,7 @@ extension RecordWriter {
     /// Returns how many were removed.
     func removeEverywhere(_ token: String, before: Timestamp?, feedback: FeedbackReason) throws -> Int {
         try eachHolder(of: token) { kind, owner, _ in
-            if let before, let stored = try read.token(kind, read.tokenKey(kind, owner)), !(stored.updatedAt < before) {
+            if let before, let stored = try self.token(kind, of: owner), !(stored.updatedAt < before) {
                 return false
             }
             switch kind {
@@ -174,8 +171,8 @@ extension RecordWriter {
         var changed = 0
         var heldByFCM = false
         for kind in TokenKind.allCases {
-            guard let owner = try read.owner(of: token, kind) else { continue }
-            if kind == .push, try read.device(owner.id)?.platform == .fcm {
+            guard let owner = try owner(of: token, kind) else { continue }
+            if kind == .push, try device(owner.id)?.platform == .fcm {
                 heldByFCM = true
                 if apnsOnly { continue }
             }
@@ -190,10 +187,10 @@ extension RecordWriter {
     /// (push-to-start and activity registrations create it when missing).
     private func touchDevice(_ id: RecordID, sequence: UInt64?, maxDevices: Int,
                              claimToken: () throws -> Void) throws -> (value: DeviceValue, replayed: Bool) {
-        let verdict = try verdict(sequence, stored: try read.device(id), tombstone: try read.tombstone(id))
+        let verdict = try verdict(sequence, stored: try device(id), tombstone: try tombstone(id))
         if verdict == .apply { try claimToken() }
         // Read after the claim: moving an activity token off this very device changed its count.
-        let existing = try read.device(id)
+        let existing = try device(id)
         if existing == nil { try makeRoom(for: id, maxDevices: maxDevices) }
         var value = existing ?? DeviceValue(platform: .apns, environment: .production, osVersion: nil, appVersion: nil,
                                             createdAt: now, lastSeenAt: now, sequence: nil)
@@ -210,23 +207,22 @@ extension RecordWriter {
     /// goes. The loser's history says `movedToDevice` when it is the same
     /// user, `movedToUser` otherwise (never naming the new holder).
     private func claim(_ token: String, _ kind: TokenKind, _ id: RecordID, activity: String?) throws {
-        guard let owner = try read.owner(of: token, kind) else { return }
-        // Compared as key bytes: `String ==` would call canonically equivalent ids the same holder.
-        let claimant = activity.map { StoreKey.activityToken($0, id) } ?? id.key
-        guard read.tokenKey(kind, owner) != claimant else { return }
+        guard let owner = try owner(of: token, kind) else { return }
+        // Compared as bytes: `String ==` would call canonically equivalent ids the same holder.
+        guard !owner.isHolder(id, activity: activity) else { return }
         let reason: HistoryEvent.Reason = owner.id.user.utf8.elementsEqual(id.user.utf8) ? .movedToDevice : .movedToUser
         switch kind {
         case .push, .pushToStart:
             try deleteDevice(owner.id, reason: reason)
         case .activity:
-            try removeActivityToken(owner.activityId ?? "", owner.id, reason: reason)
+            try removeActivityToken(owner.activityId ?? "", owner.id, reason: reason, feedback: nil)
         }
     }
 
     /// The device cap, per (user, app): evicts least recently seen devices
     /// (with their tokens) until one more fits.
     private func makeRoom(for id: RecordID, maxDevices: Int) throws {
-        var devices = try read.deviceValues(of: id.user, app: id.app)
+        var devices = try deviceValues(of: id.user, app: id.app)
         guard devices.count >= maxDevices else { return }
         devices.sort { a, b in
             a.1.lastSeenAt != b.1.lastSeenAt ? a.1.lastSeenAt < b.1.lastSeenAt
@@ -235,6 +231,22 @@ extension RecordWriter {
         for (evicted, _) in devices.prefix(devices.count - maxDevices + 1) {
             try deleteDevice(evicted, reason: .deviceCap)
         }
+    }
+
+    /// The device's least recently refreshed activity (ties by activity id
+    /// bytes): the one the activity cap evicts. O(cap).
+    private func leastRecentActivity(_ id: RecordID) throws -> String? {
+        var oldest: (activity: String, at: Timestamp)?
+        for activity in try activities(id) {
+            guard let token = try token(.activity, of: OwnerValue(id: id, activityId: activity)) else { continue }
+            if let current = oldest,
+               current.at < token.updatedAt
+                || (current.at == token.updatedAt && !activity.utf8.lexicographicallyPrecedes(current.activity.utf8)) {
+                continue
+            }
+            oldest = (activity, token.updatedAt)
+        }
+        return oldest?.activity
     }
 
     private func normalizedHex(_ token: String) throws(RegistryError) -> String {
