@@ -10,6 +10,7 @@ acknowledged write is checked to be there. See tools/ha-test for the options.
 """
 
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -81,6 +82,7 @@ class Event:
         self.victim = None
         self.new_leader = None
         self.t_kill = None
+        self.t_kill_wall = None
         self.db_failover = None       # kill -> the probe's first commit (sent after the kill)
         self.db_port = None
         self.write_gap = None         # the longest time without an acknowledged client write, from the kill
@@ -135,8 +137,8 @@ class Run:
             t = time.monotonic()
             self.nodes.append(node)
             node.start(self.started_pids)
-            say("registryd %s on 127.0.0.1:%d, healthy %.1f s after start (log %s)" % (
-                node.name, node.port, time.monotonic() - t, node.log))
+            say("registryd %s on 127.0.0.1:%d, healthy %.1f s after start: %s" % (
+                node.name, node.port, time.monotonic() - t, node.describe()))
         with open(os.path.join(first.secrets_dir, "internal-api.key")) as f:
             self.api_key = f.read().rstrip("\n")
 
@@ -173,6 +175,7 @@ class Run:
                     event.number, dict(self.recorder.errors_between(waited, time.monotonic()).most_common(3))))
             time.sleep(0.1)
         event.t_kill = time.monotonic()
+        event.t_kill_wall = time.time()
         if kind == "postmaster":
             pid = victim.kill_postmaster()
             if pid is None:
@@ -323,6 +326,17 @@ class Run:
                 print("  %-15s none" % label)
             for n, (kind, count) in enumerate(sorted(counter.items(), key=lambda kv: -kv[1])):
                 print("  %-15s %6d  %s" % (label if n == 0 else "", count, kind))
+        if self.nodes:
+            print()
+            print("registryd's logged errors by cause (the reasons behind its 503s), same windows:")
+            causes = registry.log_causes(self.nodes)
+            edges = [e.t_kill_wall for e in self.events]
+            for label, lo, hi in self.windows(edges):
+                counter = collections.Counter(cause for at, _, cause in causes if lo <= at < hi)
+                if not counter:
+                    print("  %-15s none" % label)
+                for n, (kind, count) in enumerate(sorted(counter.items(), key=lambda kv: -kv[1])):
+                    print("  %-15s %6d  %s" % (label if n == 0 else "", count, kind))
         if self.probe is not None and self.probe.errors:
             print("probe errors (not client errors): %s" % ", ".join(
                 "%d %s" % (c, k) for k, c in sorted(self.probe.errors.items(), key=lambda kv: -kv[1])))
@@ -338,6 +352,15 @@ class Run:
             print("registryd exit after SIGTERM: %s" % ", ".join("%s %s" % kv for kv in sorted(self.exit_statuses.items())))
         for finding in self.registryd_log_findings():
             print(finding)
+
+    def windows(self, edges):
+        """(label, start, end) of the time before the first event and of each event until the next."""
+        if not edges:
+            return [("all", float("-inf"), float("inf"))]
+        out = [("before event 1", float("-inf"), edges[0])]
+        for i, lo in enumerate(edges):
+            out.append(("event %d" % (i + 1), lo, edges[i + 1] if i + 1 < len(edges) else float("inf")))
+        return out
 
     # -- cleanup --------------------------------------------------------------
 

@@ -7,10 +7,12 @@ jwt-hs256.secret} on its first start; the second is given those files with
 --token-key-file, --internal-api-key-file and --jwt-hs256-secret-file.
 """
 
+import datetime
 import hashlib
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -57,16 +59,31 @@ class RegistryNode:
                 "--jwt-hs256-secret-file", os.path.join(source.secrets_dir, "jwt-hs256.secret")]
 
     def command(self):
-        command = [self.binary, "serve", "--store", "postgres", "--postgres-url", self.url,
-                   "--data-dir", self.data_dir, "--listen", "127.0.0.1:%d" % self.port]
-        if self.secrets_from is not None:
+        """The first node takes the store from flags; the others from REGISTRY_STORE and
+        REGISTRY_POSTGRES_URL (both ways are exercised, and the password stays out of ps)."""
+        command = [self.binary, "serve", "--data-dir", self.data_dir, "--listen", "127.0.0.1:%d" % self.port]
+        env = dict(os.environ)
+        for name in [n for n in env if n.startswith("REGISTRY_")]:
+            del env[name]
+        if self.secrets_from is None:
+            command += ["--store", "postgres", "--postgres-url", self.url]
+        else:
+            env["REGISTRY_STORE"] = "postgres"
+            env["REGISTRY_POSTGRES_URL"] = self.url
             command += self.secret_flags()
-        return command
+        return command, env
+
+    def describe(self):
+        command, env = self.command()
+        shown = " ".join(c if c != self.url else "URL" for c in command[1:])
+        extra = " (REGISTRY_STORE=postgres REGISTRY_POSTGRES_URL=URL)" if "REGISTRY_STORE" in env else ""
+        return "registryd " + shown + extra
 
     def start(self, started_pids, timeout=30):
         os.makedirs(self.dir, exist_ok=True)
         log = open(self.log, "ab")
-        self.process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        command, env = self.command()
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                         cwd=self.dir, start_new_session=True)
         log.close()
         started_pids.append(("registryd %s" % self.name, self.process.pid))
@@ -108,6 +125,43 @@ def tail(path, lines):
             return " | ".join(line.rstrip() for line in f.readlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def log_causes(nodes):
+    """registryd's own account of its errors: [(epoch seconds, node, cause)] from
+    each node's JSON log lines of level error (a 503's reason among them)."""
+    found = []
+    for node in nodes:
+        try:
+            with open(node.log, errors="replace") as f:
+                lines = f.readlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("level") != "error":
+                continue
+            reason = str(entry.get("reason", entry.get("msg", "")))
+            if "40001" in reason or "40P01" in reason:
+                cause = "serialization failure/deadlock (40001/40P01) after the pool's retries"
+            elif "connectFailed" in reason and "read-only" in reason:
+                cause = "no read-write server among the hosts yet (connect failed, read-only)"
+            elif "connectFailed" in reason:
+                cause = "connect failed (%s)" % ("refused" if "refused" in reason else re.sub(r"\d+", "N", reason)[:50])
+            elif "commitOutcomeUnknown" in reason:
+                cause = "connection lost during COMMIT (outcome unknown)"
+            else:
+                cause = re.sub(r"\d+", "N", "%s: %s" % (entry.get("event", "?"), reason))[:90]
+            try:
+                at = datetime.datetime.strptime(entry["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                    tzinfo=datetime.timezone.utc).timestamp()
+            except (KeyError, ValueError):
+                continue
+            found.append((at, node.name, "%s %s: %s" % (node.name, entry.get("event", "?"), cause)))
+    return found
 
 
 def mint_token(binary, node, user):
