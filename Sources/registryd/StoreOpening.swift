@@ -55,6 +55,7 @@ extension Settings {
             var configuration = PostgresRegistryStore.Configuration(connectionString: url.text, tokenKeys: keys.ring)
             configuration.reloadTokenKeys = keys.reload
             if let poolSize { configuration.poolSize = poolSize }
+            if let metrics { configuration.onCommit = { report in metrics.recordCommit(report) } }
             configuration.onSweepBatch = onSweepBatch
             rules.apply(to: &configuration)
             do {

@@ -243,3 +243,28 @@ struct SealingTests {
         return (0..<TokenKeyRing.keyLength).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 }
+
+/// A stored token under a key the key file lacks (a node whose copy of the
+/// file misses a rotated key) is the storage being unavailable (503), not a
+/// bug (500): on either backend.
+struct UnknownSealingKeyTests {
+    @Test func aTokenUnderAKeyTheRingLacksIsUnavailable() async throws {
+        let original = try TokenKeyRing.generate()
+        let f = try makeStore { $0.tokenKeys = original }; defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        f.reconfigure { $0.tokenKeys = try! original.addingRandomKey() }
+        try f.reopen()
+        try await f.store.register("bobby", "d1", token: 2)  // after alice's in LMDB key order: the open check reads the first
+        f.reconfigure { $0.tokenKeys = original }
+        try f.reopen()
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1))
+        do {
+            _ = try await f.store.device(userId: "bobby", deviceId: "d1")
+            Issue.record("a token under a key the ring lacks was read")
+        } catch RegistryError.unavailable(let reason) {
+            #expect(reason.contains("key"))
+        } catch {
+            Issue.record("expected RegistryError.unavailable, got \(error)")
+        }
+    }
+}

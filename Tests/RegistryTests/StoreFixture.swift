@@ -104,11 +104,11 @@ final class StoreFixture {
         url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema + "&application_name=" + schema
     }
 
-    private static func openPostgres(_ url: String, _ schema: String,
-                                     _ lmdb: LMDBRegistryStore.Configuration) throws -> PostgresRegistryStore {
+    private static func openPostgres(_ url: String, _ schema: String, _ lmdb: LMDBRegistryStore.Configuration,
+                                     poolSize: Int = 2) throws -> PostgresRegistryStore {
         var configuration = PostgresRegistryStore.Configuration(connectionString: Self.url(url, schema: schema),
                                                                 tokenKeys: lmdb.tokenKeys)
-        configuration.poolSize = 2
+        configuration.poolSize = poolSize
         configuration.maxDevicesPerUser = lmdb.maxDevicesPerUser
         configuration.maxActivitiesPerDevice = lmdb.maxActivitiesPerDevice
         configuration.maxApps = lmdb.maxApps
@@ -116,17 +116,19 @@ final class StoreFixture {
         configuration.activityTTL = lmdb.activityTTL
         configuration.clock = lmdb.clock
         configuration.onSweepBatch = lmdb.onSweepBatch
+        configuration.onCommit = lmdb.onCommit
         return try PostgresRegistryStore(configuration: configuration)
     }
 
     /// Another registryd node on the same PostgreSQL registry (its own pool,
     /// the same configuration), for tests of many nodes; `configure`
     /// adjusts its configuration.
-    func anotherNode(_ configure: (inout LMDBRegistryStore.Configuration) -> Void = { _ in }) throws -> PostgresRegistryStore {
+    func anotherNode(poolSize: Int = 2,
+                     _ configure: (inout LMDBRegistryStore.Configuration) -> Void = { _ in }) throws -> PostgresRegistryStore {
         guard case .postgres(let url) = TestBackend.current, let schema else { preconditionFailure("a PostgreSQL-only test") }
         var configuration = self.configuration
         configure(&configuration)
-        return try Self.openPostgres(url, schema, configuration)
+        return try Self.openPostgres(url, schema, configuration, poolSize: poolSize)
     }
 
     /// A connection of its own to this fixture's registry (PostgreSQL only;
@@ -138,6 +140,9 @@ final class StoreFixture {
 
     /// The store's own consistency check (`RegistryMaintenance.check`), on either backend.
     func check() async throws -> [String] { try await opened.check(limit: 100, progress: nil) }
+
+    /// Changes the configuration the next `reopen()` uses.
+    func reconfigure(_ change: (inout LMDBRegistryStore.Configuration) -> Void) { change(&configuration) }
 
     /// Shuts the store down and opens it again on the same directory (or schema).
     func reopen() throws {

@@ -22,14 +22,21 @@ final class PostgresAppCatalog: Sendable {
         return found
     }
 
+    /// A write that adds an app must run as SERIALIZABLE (`register` throws
+    /// this otherwise, and the store runs the transaction again so).
+    struct NeedsSerializable: Error {}
+
     /// Adds `appId` in the current transaction when it is new; a new app
-    /// past `limit` is refused (a 400 naming `appId`). Under SERIALIZABLE,
-    /// two nodes adding the last allowed app at once cannot both commit.
-    func register(_ appId: String, _ connection: PostgresConnection) throws {
+    /// past `limit` is refused (a 400 naming `appId`). Only a SERIALIZABLE
+    /// transaction adds one: there, two nodes adding the last allowed app
+    /// at once cannot both commit (a count and an insert are what snapshot
+    /// isolation lets two transactions both get wrong).
+    func register(_ appId: String, _ connection: PostgresConnection, serializable: Bool) throws {
         let name = Array(appId.utf8)
         if known.withLock({ $0.contains(name) }) { return }
         let found = try connection.query("SELECT 1 FROM registry_apps WHERE app_id = $1", [.text(appId)]).rowCount == 1
         if found { return }
+        guard serializable else { throw NeedsSerializable() }
         let count = try connection.query("SELECT count(*) FROM registry_apps").int64(0, 0) ?? 0
         guard count < limit else {
             throw RegistryError.invalidField(field: "appId",

@@ -1,7 +1,8 @@
 import Postgres
 
 /// The PostgreSQL store's `RecordTransaction`: the rules' primitives as
-/// statements on one connection inside one SERIALIZABLE transaction. The
+/// statements on one connection inside one transaction (REPEATABLE READ
+/// under the user's lock, or SERIALIZABLE to add an app: see `writing`). The
 /// database keeps the indexes (primary keys, the unique `owner_key`, the
 /// expiry indexes, a device's activity count by counting), so each
 /// primitive touches only its rows; the history is appended in the same
@@ -11,6 +12,8 @@ struct PostgresRecordWriter: RecordTransaction {
     let vault: TokenVault
     let apps: PostgresAppCatalog
     let now: Timestamp
+    /// Whether the transaction is SERIALIZABLE: only such a one adds an app.
+    var serializable = false
     var recordsHistory = true
 
     /// The record's key columns as the first three parameters.
@@ -27,7 +30,7 @@ struct PostgresRecordWriter: RecordTransaction {
     // MARK: Reads
 
     func recordID(_ user: String, appId: String, _ device: String) throws -> RecordID {
-        try apps.register(appId, connection)
+        try apps.register(appId, connection, serializable: serializable)
         return RecordID(user: user, app: appId, device: device)
     }
 

@@ -8,10 +8,11 @@ import TokenSealing
 /// must survive the loss of a machine (a replicated cluster, e.g. Patroni)
 /// or serve from many `registryd` nodes at once.
 ///
-/// - Every write is one SERIALIZABLE transaction on a pooled connection
-///   (`PostgresPool`: libpq on dedicated threads, never on a Swift
-///   concurrency thread), retried on serialization failure and deadlock; a
-///   2xx means its COMMIT returned success. A connection lost during COMMIT
+/// - Every write is one transaction on a pooled connection (`PostgresPool`:
+///   libpq on dedicated threads, never on a Swift concurrency thread), under
+///   its user's advisory lock, retried on conflicts (`writing` says why
+///   REPEATABLE READ and when SERIALIZABLE); a 2xx means its COMMIT
+///   returned success. A connection lost during COMMIT
 ///   is `RegistryError.unavailable` (503): the outcome is unknown, and the
 ///   client's retry with the same sequence settles it.
 /// - Reads are one statement each, on a pooled connection.
@@ -41,6 +42,9 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         /// Records deleted per sweep transaction.
         public var sweepBatchSize = 200
         public var clock: any RegistryClock = SystemClock()
+        /// Called after each write transaction, committed or not (metrics:
+        /// one transaction is a batch of one command).
+        public var onCommit: (@Sendable (CommitBatchReport) -> Void)?
         public var onSweepBatch: (@Sendable (SweepBatchReport) -> Void)?
 
         public init(connectionString: String, tokenKeys: TokenKeyRing) {
@@ -75,7 +79,8 @@ public final class PostgresRegistryStore: RegistryStore, Service {
             throw RegistryOpenError.schemaMismatch(found: UInt64(newest), expected: UInt64(PostgresSchema.version))
         }
         let vault = sealingKeys.current
-        cursorSecret = try PostgresSweep.retrying(connection) { try PostgresMeta.check($0, vault) }
+        // SERIALIZABLE: nodes starting together insert the same meta rows; one commits, the other sees them.
+        cursorSecret = try PostgresSweep.retrying(connection, isolation: .serializable) { try PostgresMeta.check($0, vault) }
         // Per schema: registries in two schemas of one database sweep independently.
         let schema = try connection.query("SELECT current_schema()").string(0, 0) ?? ""
         sweepLock = PostgresConnection.advisoryKey("registryd.sweep." + schema)
@@ -100,34 +105,79 @@ public final class PostgresRegistryStore: RegistryStore, Service {
 
     // MARK: Transactions
 
-    /// Runs `body` as one SERIALIZABLE transaction (retried on 40001/40P01,
-    /// and on a unique violation a concurrent transaction caused).
+    /// Runs `body` as one REPEATABLE READ transaction and returns its value
+    /// once COMMIT succeeded.
     ///
-    /// With `user`, the transaction first takes a transaction-level advisory
-    /// lock on that user: a user's own writes (an app launching on two
-    /// devices at once, a burst of activity tokens) then queue instead of
-    /// failing each other's serialization over and over (the device and
-    /// activity caps read every device of the user). Writes across users
-    /// still rely on SERIALIZABLE and its retries.
+    /// Why not SERIALIZABLE: its read locks are page-level on small indexes,
+    /// so unrelated users' launch upserts failed each other (tools/ha-test:
+    /// about 5% answered 503 after ten retries). The rules need less: with
+    /// `user`, the connection first takes that user's session advisory lock,
+    /// before BEGIN, so the transaction's snapshot sees every earlier write
+    /// of the user and a user's writes (device and activity caps,
+    /// tombstones, history) run one at a time. What one transaction does to
+    /// another user's rows (the one-owner rule deleting a holder, feedback,
+    /// a sweep) meets that user's writes on the same rows, which REPEATABLE
+    /// READ refuses as a concurrent update (40001); two users claiming a new
+    /// token at once meet on the unique owner key (23505). Both run again.
+    /// A transaction that adds an app runs again as SERIALIZABLE, which
+    /// keeps the app limit exact (`PostgresAppCatalog`).
+    ///
+    /// Retried: 40001, 40P01, 23505 (ten attempts, jittered pauses), and a
+    /// connection that broke before COMMIT was sent (twice). Never retried:
+    /// a COMMIT whose outcome is unknown (503; the client's retry with its
+    /// sequence settles it).
     func writing<T: Sendable>(user: String? = nil,
                               _ body: @escaping @Sendable (PostgresRecordWriter) throws -> T) async throws -> T {
         let keys = sealingKeys, apps = self.apps, clock = configuration.clock, announcement = keyAnnouncement
-        var attempts = 0
+        let began = ContinuousClock.now
+        // Metrics see what reached the database: a commit, or a database failure (not a rule's refusal).
+        let report = { [onCommit = configuration.onCommit] (succeeded: Bool) in
+            onCommit?(CommitBatchReport(commands: 1, succeeded: succeeded, seconds: (ContinuousClock.now - began).inSeconds))
+        }
+        let userLock = user.map { PostgresConnection.advisoryKey("registryd.user." + $0) }
+        var isolation = PostgresIsolation.repeatableRead
+        var attempts = 0, reconnects = 0
         while true {
             attempts += 1
+            let serializable = isolation == .serializable
             do {
-                return try await translatingErrors {
-                    try await pool.transaction(isolation: .serializable) { connection in
-                        if let user { try connection.advisoryTransactionLock(PostgresConnection.advisoryKey("registryd.user." + user)) }
-                        try announcement.follow(connection, keys)
-                        return try body(PostgresRecordWriter(connection: connection, vault: keys.current, apps: apps,
-                                                             now: clock.now()))
+                let value = try await pool.withConnection { [isolation] connection in
+                    try Self.holding(userLock, connection) {
+                        try connection.transaction(isolation: isolation) { connection in
+                            try announcement.follow(connection, keys)
+                            return try body(PostgresRecordWriter(connection: connection, vault: keys.current, apps: apps,
+                                                                 now: clock.now(), serializable: serializable))
+                        }
                     }
                 }
-            } catch let error as PostgresError where error.isUniqueViolation() && attempts < 3 {
-                continue
+                report(true)
+                return value
+            } catch is PostgresAppCatalog.NeedsSerializable where !serializable {
+                isolation = .serializable
+            } catch let error as PostgresError where (error.isSerializationFailure || error.isUniqueViolation()) && attempts < 10 {
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...min(100, 1 << min(attempts, 7)) * 1_000)))
+            } catch let error as PostgresError where error.failedBeforeCommit && reconnects < 2 {
+                reconnects += 1
+                try await Task.sleep(for: .milliseconds(Int.random(in: 100...200) * reconnects))
+            } catch let error as PostgresError {
+                report(false)
+                throw RegistryError.unavailable(reason: error.description)
+            } catch let unknown as UnknownSealingKey {
+                throw unknown.unavailable
             }
         }
+    }
+
+    /// Runs `body` holding the session advisory lock `key` (when given),
+    /// taken before and released after it; a lock that cannot be released
+    /// goes with its connection (the pool replaces it).
+    private static func holding<T>(_ key: Int64?, _ connection: PostgresConnection, _ body: () throws -> T) throws -> T {
+        guard let key else { return try body() }
+        try connection.query("SELECT pg_advisory_lock($1)", [.int64(key)])
+        defer {
+            if (try? connection.advisoryUnlock(key)) != true { connection.close() }
+        }
+        return try body()
     }
 
     /// A read that finds its connection broken (a failover, a restart) runs
@@ -158,13 +208,15 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     public var inlineReads: (any RegistryReads & Sendable)? { nil }
 
     /// Database failures in the contract's terms: `unavailable` (503),
-    /// including a COMMIT whose outcome is unknown. A unique violation is
-    /// passed on for `writing` to retry.
+    /// including a COMMIT whose outcome is unknown, and a token under a key
+    /// this node's key file lacks.
     func translatingErrors<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
-        } catch let error as PostgresError where !error.isUniqueViolation() {
+        } catch let error as PostgresError {
             throw RegistryError.unavailable(reason: error.description)
+        } catch let unknown as UnknownSealingKey {
+            throw unknown.unavailable
         }
     }
 }

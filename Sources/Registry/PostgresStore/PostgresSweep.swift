@@ -41,7 +41,7 @@ struct PostgresSweep: Sendable {
     }
 
     /// Deletes everything expired, batch by batch, each batch one
-    /// SERIALIZABLE transaction (retried on a serialization failure), then
+    /// transaction (retried on a serialization failure), then
     /// records the sweep's time. Stops between batches once `cancelled`.
     func run(_ connection: PostgresConnection, cancelled: CancelFlag,
              writer: () -> PostgresRecordWriter) throws -> SweepCounts {
@@ -107,15 +107,19 @@ struct PostgresSweep: Sendable {
         return (SweepCounts(), r.affectedRows < batchSize)
     }
 
-    /// One SERIALIZABLE transaction on `connection`, run again (up to ten
-    /// times, with a short random pause) when the server rolled it back for
-    /// a serialization failure or deadlock.
-    static func retrying<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
+    /// One transaction on `connection`, run again (up to ten times, with a
+    /// short random pause) when the server rolled it back for a
+    /// serialization failure or deadlock. A sweep step is REPEATABLE READ,
+    /// like a write (see `PostgresRegistryStore.writing`): a device it
+    /// deletes that its user's write touched meanwhile is a conflict, and
+    /// the step runs again on a fresh snapshot.
+    static func retrying<T>(_ connection: PostgresConnection, isolation: PostgresIsolation = .repeatableRead,
+                            _ body: (PostgresConnection) throws -> T) throws -> T {
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try connection.transaction(isolation: .serializable, body)
+                return try connection.transaction(isolation: isolation, body)
             } catch let error as PostgresError where error.isSerializationFailure && attempt < 10 {
                 Thread.sleep(forTimeInterval: Double.random(in: 0...Double(min(100, 1 << attempt)) / 1_000))
             }

@@ -79,4 +79,9 @@ public struct UnknownSealingKey: Error, Hashable, Sendable, CustomStringConverti
     public let keyID: UInt8
 
     public var description: String { "a stored token is sealed under key \(keyID), which the token key file does not hold" }
+
+    /// What a request meets when the key file cannot be reloaded to know the
+    /// key: the storage is unavailable to it (503) until an operator gives
+    /// this node the key file the registry uses.
+    var unavailable: RegistryError { .unavailable(reason: description) }
 }

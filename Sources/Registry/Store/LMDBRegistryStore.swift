@@ -242,6 +242,8 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
             }
         } catch let error as LMDBError where !environment.isUsable {
             throw RegistryError.unavailable(reason: "the storage map could not grow: \(error)")
+        } catch let unknown as UnknownSealingKey {
+            throw unknown.unavailable
         }
     }
 
@@ -249,13 +251,17 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
     func writing<T: Sendable>(_ body: @escaping @Sendable (RecordWriter) throws -> T) async throws -> T {
         let schema = self.schema, keys = self.sealingKeys, apps = self.apps
         let clock = configuration.clock
-        return try await writer.submit { txn in
-            // A rotation announced in `meta` since the last write: seal under its key from now on.
-            if let announced = try txn.get(Schema.MetaKey.sealingKeyID, in: schema.meta)?.first,
-               announced != keys.current.ring.currentKeyID {
-                keys.reload(toKnow: announced, asCurrent: true)
+        do {
+            return try await writer.submit { txn in
+                // A rotation announced in `meta` since the last write: seal under its key from now on.
+                if let announced = try txn.get(Schema.MetaKey.sealingKeyID, in: schema.meta)?.first,
+                   announced != keys.current.ring.currentKeyID {
+                    keys.reload(toKnow: announced, asCurrent: true)
+                }
+                return try body(RecordWriter(txn: txn, schema: schema, vault: keys.current, apps: apps, now: clock.now()))
             }
-            return try body(RecordWriter(txn: txn, schema: schema, vault: keys.current, apps: apps, now: clock.now()))
+        } catch let unknown as UnknownSealingKey {
+            throw unknown.unavailable
         }
     }
 }
