@@ -1,0 +1,25 @@
+-- pgbench script: pg-upsert.sql's statements in 4 round trips instead of 12 (libpq pipeline mode; run with
+-- -M prepared or -M extended): the owner_key fetch, the user's advisory lock (before BEGIN, so the
+-- transaction's snapshot follows it), then BEGIN with the four independent reads, then the writes with
+-- COMMIT and the unlock. An estimate of what pipelining the store's statements would save (with a sync
+-- point after the lock, which pgbench 15 cannot send, lock and reads would share one round trip).
+\set u random(0, 19999)
+\set d random(0, 3)
+\set now 1796300000000 + random(0, 1000000)
+\set seq 1796300000000000 + random(0, 1000000000)
+SELECT owner_key FROM registry_tokens WHERE user_id = 'u' || lpad(:u::text, 8, '0') AND app_id = 'default' AND device_id = 'd' || :d AND kind = 1 AND activity_id = '' \gset
+SELECT pg_advisory_lock(:u);
+\startpipeline
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT platform, environment, os_version, app_version, created_at, last_seen_at, sequence FROM registry_devices WHERE user_id = 'u' || lpad(:u::text, 8, '0') AND app_id = 'default' AND device_id = 'd' || :d;
+SELECT sequence, deleted_at FROM registry_tombstones WHERE user_id = 'u' || lpad(:u::text, 8, '0') AND app_id = 'default' AND device_id = 'd' || :d;
+SELECT user_id, app_id, device_id, activity_id, sealed FROM registry_tokens WHERE owner_key = :owner_key;
+SELECT sealed, environment, updated_at FROM registry_tokens WHERE user_id = 'u' || lpad(:u::text, 8, '0') AND app_id = 'default' AND device_id = 'd' || :d AND kind = 1 AND activity_id = '';
+\endpipeline
+\startpipeline
+INSERT INTO registry_devices (user_id, app_id, device_id, platform, environment, os_version, app_version, created_at, last_seen_at, sequence) VALUES ('u' || lpad(:u::text, 8, '0'), 'default', 'd' || :d, 'apns', 'production', '18.2', '2.1.0', 1790000000000, :now, :seq) ON CONFLICT (user_id, app_id, device_id) DO UPDATE SET platform = EXCLUDED.platform, environment = EXCLUDED.environment, os_version = EXCLUDED.os_version, app_version = EXCLUDED.app_version, created_at = EXCLUDED.created_at, last_seen_at = EXCLUDED.last_seen_at, sequence = EXCLUDED.sequence;
+UPDATE registry_tokens SET environment = 'production', updated_at = :now WHERE user_id = 'u' || lpad(:u::text, 8, '0') AND app_id = 'default' AND device_id = 'd' || :d AND kind = 1 AND activity_id = '';
+SELECT kind, sealed, environment, updated_at FROM registry_tokens WHERE user_id = 'u' || lpad(:u::text, 8, '0') AND app_id = 'default' AND device_id = 'd' || :d AND kind IN (1, 2) UNION ALL SELECT 0, NULL, NULL, count(*) FROM registry_tokens WHERE user_id = 'u' || lpad(:u::text, 8, '0') AND app_id = 'default' AND device_id = 'd' || :d AND kind = 3;
+COMMIT;
+SELECT pg_advisory_unlock(:u);
+\endpipeline
