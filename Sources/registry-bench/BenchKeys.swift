@@ -17,4 +17,12 @@ enum BenchKeys {
     static func ring(forEnvironment directory: String) throws -> TokenKeyRing {
         try TokenKeyFile.loadOrGenerate(path: path(forEnvironment: directory)).ring
     }
+
+    /// `DIR/secrets/token-keys` of a registryd data directory whose store is not in it (PostgreSQL).
+    static func ring(forDataDirectory directory: String) throws -> TokenKeyRing {
+        let secrets = URL(fileURLWithPath: directory).standardizedFileURL.appendingPathComponent("secrets")
+        try FileManager.default.createDirectory(at: secrets, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        return try TokenKeyFile.loadOrGenerate(path: secrets.appendingPathComponent("token-keys").path).ring
+    }
 }

@@ -4,10 +4,17 @@ import Registry
 import Synchronization
 
 /// `registry-bench load`: writes a deterministic data set straight through
-/// the store (`LMDBRegistryStore.importRecords`, the path `registryd import`
-/// takes) into an environment directory, so `tools/bench` can preload
-/// millions of devices without going through HTTP. Run it with no server on
-/// the directory (LMDB allows one writer; it would only wait).
+/// the store (`importRecords`, the path `registryd import` takes) into an
+/// LMDB environment directory, or with `--postgres-url` into a PostgreSQL
+/// database (`PostgresRegistryStore.importRecords`: 500 records per
+/// SERIALIZABLE transaction, the path `registryd import --store postgres`
+/// takes), so `tools/bench` can preload millions of devices without going
+/// through HTTP. Run it with no server on an LMDB directory (LMDB allows one
+/// writer; it would only wait).
+///
+/// With `--postgres-url`, `--dir DIR` names the registryd data directory
+/// whose `secrets/token-keys` the tokens are sealed with (generated when
+/// absent; give the server the same file); nothing else is written there.
 ///
 /// The data set (`BenchDataSet`) is what the wrk scripts in
 /// `tools/bench-scripts/` address by index, so both must agree:
@@ -26,13 +33,16 @@ import Synchronization
 ///   longest ago), so expiry entries, like device keys, are written in
 ///   order; `sequence` is `lastSeenAt` in ms.
 ///
-/// Speed: records go in chunks of 500 (one writer command each), submitted
+/// Speed: records go in chunks of `--chunk` (500) devices (one writer command each), submitted
 /// by `parallel` tasks at once, so one group commit (one fsync) carries up
 /// to `parallel` × 500 devices; chunks are handed out in key order, so every
 /// database but the token-owner index (keyed by SHA-256 of the token, so
-/// written at random) fills by appending.
+/// written at random) fills by appending. On PostgreSQL a chunk is one
+/// transaction, `--postgres-pool-size` (default 4) of them at once.
 struct LoadOptions {
     var directory = ""
+    var postgresURL = ""
+    var postgresPoolSize = 4
     var devices = 100_000
     var perUser = 5
     var perActivity = 100
@@ -40,10 +50,14 @@ struct LoadOptions {
     var expireEvery = 0
     var expiredAgeSeconds: Int64 = 90 * 86_400
     var parallel = 128
+    var chunk = 500
 
     static let usage = """
         usage: registry-bench load --dir DIR [--devices N] [--per-user N] [--per-activity N]
                                    [--big-activity-tokens N] [--expire-every M] [--expired-age SECONDS] [--parallel N]
+                                   [--chunk N] [--postgres-url URL [--postgres-pool-size N]]
+          --dir DIR: the LMDB environment (DIR/lmdb of a data directory); with --postgres-url, the
+                     data directory whose secrets/token-keys seals the tokens
         """
 
     init?(_ arguments: [String]) {
@@ -52,6 +66,10 @@ struct LoadOptions {
             guard let value = rest.popFirst() else { return nil }
             if flag == "--dir" {
                 directory = value
+                continue
+            }
+            if flag == "--postgres-url" {
+                postgresURL = value
                 continue
             }
             guard let number = Int(value), number >= 0 else { return nil }
@@ -63,10 +81,12 @@ struct LoadOptions {
             case "--expire-every": expireEvery = number
             case "--expired-age": expiredAgeSeconds = Int64(number)
             case "--parallel": parallel = number
+            case "--postgres-pool-size": postgresPoolSize = number
+            case "--chunk": chunk = number
             default: return nil
             }
         }
-        guard !directory.isEmpty, devices > 0, perUser > 0, perActivity > 0, parallel > 0,
+        guard !directory.isEmpty, devices > 0, perUser > 0, perActivity > 0, parallel > 0, postgresPoolSize > 0, chunk > 0,
               bigActivityTokens <= devices else { return nil }
     }
 }
@@ -153,22 +173,31 @@ struct BenchDataSet: Sendable {
 }
 
 enum Loader {
-    static let chunkSize = 500
 
     static func run(_ options: LoadOptions) async {
         let data = BenchDataSet(options, nowMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
-        var configuration = LMDBRegistryStore.Configuration(
-            directory: options.directory, tokenKeys: try! BenchKeys.ring(forEnvironment: options.directory))
-        // Start the map near its final size: every growth re-runs a whole batch.
-        configuration.initialMapSize = max(64 << 20, min(options.devices * 1_500, 1 << 38))
-        configuration.maxBatchSize = 1_000
         let batches = Mutex((count: 0, commands: 0))
-        configuration.onCommit = { report in batches.withLock { $0.count += 1; $0.commands += report.commands } }
         let started = ContinuousClock.now
+        let chunkSize = options.chunk
         do {
-            let store = try LMDBRegistryStore(configuration: configuration)
+            let store: any RegistryMaintenance
+            if options.postgresURL.isEmpty {
+                var configuration = LMDBRegistryStore.Configuration(
+                    directory: options.directory, tokenKeys: try BenchKeys.ring(forEnvironment: options.directory))
+                // Start the map near its final size: every growth re-runs a whole batch.
+                configuration.initialMapSize = max(64 << 20, min(options.devices * 1_500, 1 << 38))
+                configuration.maxBatchSize = 1_000
+                configuration.onCommit = { report in batches.withLock { $0.count += 1; $0.commands += report.commands } }
+                store = try LMDBRegistryStore(configuration: configuration)
+            } else {
+                var configuration = PostgresRegistryStore.Configuration(
+                    connectionString: options.postgresURL,
+                    tokenKeys: try BenchKeys.ring(forDataDirectory: options.directory))
+                configuration.poolSize = options.postgresPoolSize
+                store = try PostgresRegistryStore(configuration: configuration)
+            }
             let chunks = (options.devices + chunkSize - 1) / chunkSize
-            let next = Counter(), done = Counter()
+            let next = Counter(), done = Counter(), retried = Counter()
             let reportEvery = max(1, chunks / 20)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<min(options.parallel, chunks) {
@@ -177,7 +206,23 @@ enum Loader {
                             let chunk = next.increment() - 1
                             guard chunk < chunks else { return }
                             let range = (chunk * chunkSize)..<min((chunk + 1) * chunkSize, options.devices)
-                            _ = try await store.importRecords(range.map { data.record($0) })
+                            let records = range.map { data.record($0) }
+                            // A PostgreSQL transaction the server cancelled (serialization failure after
+                            // the pool's own retries) is run again: importing the same records twice
+                            // changes nothing.
+                            var attempt = 1
+                            while true {
+                                do {
+                                    _ = try await store.importRecords(records)
+                                    break
+                                } catch RegistryError.unavailable(let reason)
+                                            where !options.postgresURL.isEmpty && attempt < 5 {
+                                    attempt += 1
+                                    _ = retried.increment()
+                                    say("load: chunk \(chunk) again (attempt \(attempt)): \(reason)")
+                                    try await Task.sleep(for: .milliseconds(100 * attempt))
+                                }
+                            }
                             let finished = done.increment()
                             if finished % reportEvery == 0 || finished == chunks {
                                 let seconds = (ContinuousClock.now - started).seconds
@@ -193,13 +238,22 @@ enum Loader {
             let stats = try await store.stats()
             store.shutdown()
             let seconds = (ContinuousClock.now - started).seconds
-            let (count, commands) = batches.withLock { ($0.count, $0.commands) }
+            // LMDB: group commits counted as they happen. PostgreSQL: a transaction (one commit) per
+            // 500 records of a chunk (ImportBatches), retries not counted.
+            let count: Int, perCommit: Double
+            if options.postgresURL.isEmpty {
+                let (batchCount, commands) = batches.withLock { ($0.count, $0.commands) }
+                (count, perCommit) = (batchCount, Double(commands * chunkSize) / Double(max(1, batchCount)))
+            } else {
+                count = chunks * ((chunkSize + 499) / 500)
+                perCommit = Double(options.devices) / Double(max(1, count))
+            }
             let expired = options.expireEvery > 0 ? (options.devices + options.expireEvery - 1) / options.expireEvery : 0
             // One machine-readable line for tools/bench.
             print("loaded devices=\(stats.devices) users=\(data.users) pushToStartTokens=\(stats.pushToStartTokens)"
                   + " activityTokens=\(stats.activityTokens) expired=\(expired) usedBytes=\(stats.usedBytes)"
                   + String(format: " seconds=%.2f devicesPerSecond=%.0f", seconds, Double(options.devices) / seconds)
-                  + " commits=\(count)" + String(format: " devicesPerCommit=%.0f", Double(commands * chunkSize) / Double(max(1, count))))
+                  + " commits=\(count)" + String(format: " devicesPerCommit=%.0f", perCommit) + " retries=\(retried.current)")
         } catch {
             FileHandle.standardError.write(Data("registry-bench load failed: \(error)\n".utf8))
             exit(1)
@@ -217,6 +271,8 @@ final class Counter: Sendable {
 
     /// Adds one; returns the new value.
     func increment() -> Int { value.withLock { $0 += 1; return $0 } }
+
+    var current: Int { value.withLock { $0 } }
 }
 
 extension Duration {
