@@ -125,14 +125,14 @@ import TokenSealing
         // A deferred trigger makes COMMIT take a while, so it can be cut off mid-flight.
         try admin.executeScript("""
             CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_sleep(5); RETURN NULL; END $$;
+                BEGIN PERFORM pg_sleep(30); RETURN NULL; END $$;
             CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON registry_devices
                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();
             """)
         let store = f.store
         let write = Task { await registryError { try await store.register("alice", "d1", token: 1, sequence: 7) } }
         var terminated = false
-        for _ in 0..<200 where !terminated {
+        for _ in 0..<800 where !terminated {  // up to 20 s: parallel suites can hold the write back
             try await Task.sleep(for: .milliseconds(25))
             terminated = try admin.query("""
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity

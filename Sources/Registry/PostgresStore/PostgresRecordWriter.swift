@@ -15,6 +15,8 @@ struct PostgresRecordWriter: RecordTransaction {
     /// Whether the transaction is SERIALIZABLE: only such a one adds an app.
     var serializable = false
     var recordsHistory = true
+    /// What `device` read beside the device, for this transaction only.
+    let cache = RecordCache()
 
     /// The record's key columns as the first three parameters.
     private static func key(_ id: RecordID) -> [PostgresValue?] { [.text(id.user), .text(id.app), .text(id.device)] }
@@ -38,13 +40,27 @@ struct PostgresRecordWriter: RecordTransaction {
         try apps.exists(appId, connection) ? RecordID(user: user, app: appId, device: device) : nil
     }
 
+    /// The device, with its tombstone and push token in the same statement:
+    /// every registration reads all three (the sequence rules, then the
+    /// token), so they are remembered for the transaction (`RecordCache`).
     func device(_ id: RecordID) throws -> DeviceValue? {
-        let r = try connection.query("SELECT \(PostgresRows.deviceColumns) FROM registry_devices WHERE \(Self.recordMatch)",
-                                     Self.key(id))
-        return r.rowCount == 0 ? nil : try PostgresRows.deviceValue(r, 0, from: 0)
+        let r = try connection.query("""
+            SELECT \(PostgresRows.deviceColumns(of: "d")), t.sequence, t.deleted_at, p.sealed, p.environment, p.updated_at
+            FROM (SELECT 1) AS one
+            LEFT JOIN registry_devices d ON d.user_id = $1 AND d.app_id = $2 AND d.device_id = $3
+            LEFT JOIN registry_tombstones t ON t.user_id = $1 AND t.app_id = $2 AND t.device_id = $3
+            LEFT JOIN registry_tokens p ON p.user_id = $1 AND p.app_id = $2 AND p.device_id = $3
+                AND p.kind = 1 AND p.activity_id = ''
+            """, Self.key(id))
+        let tombstone = r.isNull(0, 7) ? nil : TombstoneValue(sequence: try PostgresRows.sequence(r, 0, 7) ?? 0,
+                                                               deletedAt: Timestamp(milliseconds: try r.int64(0, 8) ?? 0))
+        let push = r.isNull(0, 9) ? nil : try PostgresRows.token(r, 0, from: 9, .push, vault)
+        cache.remember(id, tombstone: tombstone, push: push)
+        return r.isNull(0, 0) ? nil : try PostgresRows.deviceValue(r, 0, from: 0)
     }
 
     func tombstone(_ id: RecordID) throws -> TombstoneValue? {
+        if let cached = cache.tombstone(id) { return cached }
         let r = try connection.query("SELECT sequence, deleted_at FROM registry_tombstones WHERE \(Self.recordMatch)",
                                      Self.key(id))
         guard r.rowCount == 1 else { return nil }
@@ -53,6 +69,7 @@ struct PostgresRecordWriter: RecordTransaction {
     }
 
     func token(_ kind: TokenKind, of holder: OwnerValue) throws -> TokenValue? {
+        if kind == .push, let cached = cache.push(holder.id) { return cached }
         let r = try connection.query("SELECT sealed, environment, updated_at FROM registry_tokens WHERE \(Self.holderMatch)",
                                      Self.key(kind, holder))
         return r.rowCount == 0 ? nil : try PostgresRows.token(r, 0, from: 0, kind, vault)
@@ -122,6 +139,7 @@ struct PostgresRecordWriter: RecordTransaction {
     /// in id order, as their events are written), then the device.
     @discardableResult
     func deleteDevice(_ id: RecordID, reason: HistoryEvent.Reason) throws -> SweepCounts {
+        cache.forget(id)
         let tokens = try connection.query("""
             DELETE FROM registry_tokens WHERE \(Self.recordMatch) RETURNING kind, activity_id, sealed
             """, Self.key(id))
@@ -164,6 +182,7 @@ struct PostgresRecordWriter: RecordTransaction {
     /// `registered` or `rotated` event.
     private func put(_ kind: TokenKind, _ holder: OwnerValue, _ value: TokenValue) throws {
         let old = try token(kind, of: holder)
+        if kind == .push { cache.forget(holder.id) }
         if let old, old.token.utf8.elementsEqual(value.token.utf8) {
             try connection.query("""
                 UPDATE registry_tokens SET environment = $6, updated_at = $7 WHERE \(Self.holderMatch)
@@ -183,6 +202,7 @@ struct PostgresRecordWriter: RecordTransaction {
     }
 
     func setTokenEnvironment(_ kind: TokenKind, of holder: OwnerValue, _ environment: APNsEnvironment) throws {
+        if kind == .push { cache.forget(holder.id) }
         try connection.query("UPDATE registry_tokens SET environment = $6 WHERE \(Self.holderMatch)",
                              Self.key(kind, holder) + [.text(environment.rawValue)])
     }
@@ -201,6 +221,7 @@ struct PostgresRecordWriter: RecordTransaction {
 
     private func remove(_ kind: TokenKind, _ holder: OwnerValue, reason: HistoryEvent.Reason,
                         feedback: FeedbackReason?) throws -> Bool {
+        if kind == .push { cache.forget(holder.id) }
         let r = try connection.query("DELETE FROM registry_tokens WHERE \(Self.holderMatch) RETURNING sealed",
                                      Self.key(kind, holder))
         guard r.rowCount == 1, let sealed = try r.bytes(0, 0) else { return false }
@@ -220,6 +241,7 @@ struct PostgresRecordWriter: RecordTransaction {
                 """, [.text(id.user), .text(id.app)])
             let excess = r.rowCount - max(1, maxTombstones) + 1
             if excess > 0 {
+                cache.forgetTombstones()
                 let oldest = try (0..<excess).map { try r.string($0, 0) ?? "" }
                 try connection.query("""
                     DELETE FROM registry_tombstones WHERE user_id = $1 AND app_id = $2 AND device_id = ANY($3::text[])
@@ -235,6 +257,7 @@ struct PostgresRecordWriter: RecordTransaction {
     }
 
     private func writeTombstone(_ id: RecordID, _ value: TombstoneValue) throws {
+        cache.forget(id)
         try connection.query("""
             INSERT INTO registry_tombstones (user_id, app_id, device_id, sequence, deleted_at) VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (user_id, app_id, device_id) DO UPDATE SET
@@ -306,4 +329,31 @@ struct PostgresRecordWriter: RecordTransaction {
         [e.appId, e.deviceId, e.kind.rawValue, e.activityId, e.action.rawValue, e.reason?.rawValue,
          e.feedbackReason?.rawValue, e.tokenFingerprint]
     }
+}
+
+/// What one write transaction read beside a device (its tombstone and push
+/// token; `nil` inside means "read: there is none"), so the rules' next
+/// reads of them cost no round trip. Every write of those rows forgets the
+/// record's entry first; the cache lives as long as its transaction (a
+/// retry starts with a new writer).
+final class RecordCache {
+    private var tombstones: [[UInt8]: TombstoneValue?] = [:]
+    private var pushTokens: [[UInt8]: TokenValue?] = [:]
+
+    func remember(_ id: RecordID, tombstone: TombstoneValue?, push: TokenValue?) {
+        tombstones[id.key] = .some(tombstone)
+        pushTokens[id.key] = .some(push)
+    }
+
+    /// `.some(nil)`: known to be absent; `nil`: not known.
+    func tombstone(_ id: RecordID) -> TombstoneValue?? { tombstones[id.key] }
+
+    func push(_ id: RecordID) -> TokenValue?? { pushTokens[id.key] }
+
+    func forget(_ id: RecordID) {
+        tombstones[id.key] = nil
+        pushTokens[id.key] = nil
+    }
+
+    func forgetTombstones() { tombstones.removeAll() }
 }
