@@ -53,12 +53,7 @@ extension PostgresRegistryStore: RegistryMaintenance {
 
     public func importRecords(_ records: [ExportedRecord]) async throws -> Int {
         try await ImportBatches.write(records) { chunk in
-            try await writing { writer in
-                var quiet = writer
-                quiet.recordsHistory = false
-                for (record, occurrence) in chunk { try quiet.restore(record, occurrence: occurrence) }
-                return chunk.count
-            }
+            try await writing { try $0.restoreQuietly(chunk) }
         }
     }
 

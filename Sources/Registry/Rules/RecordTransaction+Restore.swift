@@ -40,4 +40,13 @@ extension RecordTransaction {
             try restoreHistory(event, occurrence: occurrence)
         }
     }
+
+    /// One import batch (`ImportBatches`), put back without history events
+    /// of its own; returns how many records it held.
+    func restoreQuietly(_ chunk: [(ExportedRecord, Int)]) throws -> Int {
+        var quiet = self
+        quiet.recordsHistory = false
+        for (record, occurrence) in chunk { try quiet.restore(record, occurrence: occurrence) }
+        return chunk.count
+    }
 }

@@ -55,12 +55,7 @@ extension LMDBRegistryStore {
     /// `records`, so both come back. Returns how many records were written.
     public func importRecords(_ records: [ExportedRecord]) async throws -> Int {
         try await ImportBatches.write(records) { chunk in
-            try await writing { writer in
-                var quiet = writer
-                quiet.recordsHistory = false
-                for (record, occurrence) in chunk { try quiet.restore(record, occurrence: occurrence) }
-                return chunk.count
-            }
+            try await writing { try $0.restoreQuietly(chunk) }
         }
     }
 
