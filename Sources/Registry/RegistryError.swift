@@ -15,3 +15,8 @@ public enum RegistryError: Error, Hashable, Sendable {
     /// nothing more is acknowledged (the process should exit).
     case unavailable(reason: String)
 }
+
+extension RegistryError {
+    /// A caller's write named an app the operator did not declare (`DeclaredApps`).
+    static let undeclaredApp = RegistryError.invalidField(field: "appId", message: "is not a declared app")
+}

@@ -67,6 +67,11 @@ public protocol RegistryStore: Sendable {
     /// value. Backend failures are `RegistryError.unavailable`.
     func read<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T) async throws -> T
 
+    /// The apps a registration may name (`--apps`). A device-API read or
+    /// delete naming another app finds nothing (the HTTP layer answers as
+    /// for an absent record); the sender reads still see such an app's records.
+    var declaredApps: DeclaredApps { get }
+
     /// Reads that never wait on anything but memory (LMDB), which the HTTP
     /// server may run on its own thread without a task; `nil` when reads
     /// wait on the network (PostgreSQL), so they go through `read(_:)`.
@@ -98,6 +103,10 @@ public protocol RegistryReads {
 
     func stats() throws -> StoreStats
 
+    /// Every app the registry holds records (or ever held them) for, in
+    /// byte order: `serve` logs those not declared.
+    func storedApps() throws -> [String]
+
     /// Throws `.unavailable` when the storage cannot serve (LMDB: a commit
     /// failed; PostgreSQL: the database is unreachable): `/healthz` answers 503.
     func checkHealth() throws
@@ -127,6 +136,10 @@ extension RegistryStore {
 
     public func stats() async throws -> StoreStats {
         try await read { try $0.stats() }
+    }
+
+    public func storedApps() async throws -> [String] {
+        try await read { try $0.storedApps() }
     }
 
 }

@@ -48,6 +48,8 @@ struct Arguments {
                     values[name] = arguments[index]
                     index += 1
                 }
+            } else if let replacement = Self.removedFlags[name] {
+                throw Failure(description: "--\(name) was removed: \(replacement)")
             } else {
                 throw Failure(description: "unknown flag --\(name)")
             }
@@ -65,6 +67,20 @@ struct Arguments {
     }
 
     func isSet(_ flag: String) -> Bool { switches.contains(flag) }
+
+    /// Flags an earlier version took, with what replaces them: named in the
+    /// refusal, so an upgrade that keeps an old command line says what to do.
+    static let removedFlags = [
+        "max-apps": "apps are declared by the operator with --apps ID[,ID...] (REGISTRY_APPS); a caller can no longer create one",
+    ]
+
+    /// A removed flag's `REGISTRY_*` variable, when the environment still
+    /// sets it (an old environment file), with the refusal to print.
+    func removedVariable(_ flag: String) -> Failure? {
+        let variable = Self.variableName(flag)
+        guard environment[variable] != nil, let replacement = Self.removedFlags[flag] else { return nil }
+        return Failure(description: "\(variable) is no longer read (--\(flag) was removed): \(replacement)")
+    }
 
     /// Whether the command line asks for help (`--help` or `-h` anywhere).
     static func asksForHelp(_ arguments: [String]) -> Bool {

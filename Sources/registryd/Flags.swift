@@ -37,8 +37,9 @@ enum Flags {
              defaultValue: "20"),
         Flag(name: "max-activities-per-device", value: "N", summary: "activity tokens one device keeps (1-1000); one more evicts the least recently seen",
              defaultValue: "32"),
-        Flag(name: "max-apps", value: "N", summary: "distinct appIds (app families) the registry takes (1-10000); a new one past it is refused",
-             defaultValue: "100"),
+        Flag(name: "apps", value: "ID[,ID...]",
+             summary: "the appIds (bundle ids) registrations may name; default is always declared; give every node the same list",
+             defaultValue: "default only"),
         Flag(name: "log-level", value: "L", summary: "debug, info, warning or error (debug adds one line per request)", defaultValue: "info"),
         // serve: the listener and its connection limits.
         Flag(name: "listen", value: "HOST:PORT", summary: "address to serve on ([::1]:8080 for IPv6; port 0 picks a free port, logged)",
@@ -87,7 +88,7 @@ enum Flags {
 
     /// The data directory, the backend and the store's rules: every command that opens a registry.
     static let store = ["data-dir", "store", "postgres-url", "postgres-pool-size", "device-ttl", "activity-ttl",
-                        "max-devices-per-user", "max-activities-per-device", "max-apps", "token-key-file", "log-level"]
+                        "max-devices-per-user", "max-activities-per-device", "apps", "token-key-file", "log-level"]
     static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
     static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
                                 "max-connections-per-address", "header-timeout", "body-timeout"] + auth

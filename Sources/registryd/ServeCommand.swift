@@ -73,6 +73,7 @@ enum ServeCommand: Subcommand {
         let auth = try keys.completed(settings, logger: logger)
         let metrics = RegistryMetrics()
         guard let store = try openStore(settings, metrics: metrics, signals: signals, logger: logger) else { return 0 }
+        logUndeclaredApps(store, logger)
         // A failed LMDB commit is final; a PostgreSQL outage passes (see waitForStop).
         let lmdb = store as? LMDBRegistryStore
 
@@ -122,6 +123,27 @@ enum ServeCommand: Subcommand {
         services.stop()
         logger.info("stopped", [("status", .int(Int64(status)))])
         return status
+    }
+
+    /// Apps the registry holds records of but `--apps` does not declare
+    /// (an app dropped from the list, or one callers created before apps
+    /// were declared): their records stay readable by the sender and are
+    /// swept, but take no new registration. Logged once, so an operator who
+    /// forgot an app in the list sees it at start.
+    private static func logUndeclaredApps(_ store: any RegistryStore, _ logger: Logger) {
+        switch Blocking.result({ try await store.storedApps() }) {
+        case .success(let stored):
+            let undeclared = stored.filter { !store.declaredApps.contains($0) }
+            guard !undeclared.isEmpty else { return }
+            logger.warning("undeclared_apps", [
+                ("count", .int(Int64(undeclared.count))),
+                ("apps", .array(undeclared.prefix(100).map { .string($0) })),
+                ("declared", .array(store.declaredApps.ids.map { .string($0) })),
+                ("detail", .string("records of these apps stay readable and are swept, but take no new registration; add an app to --apps to take its registrations again")),
+            ])
+        case .failure(let error):
+            logger.warning("undeclared_apps_unknown", [("error", .string(String(describing: error)))])
+        }
     }
 
     /// Blocks until SIGTERM/SIGINT (exit 0) or `storeFailed` (exit 1): an

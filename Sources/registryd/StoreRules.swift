@@ -1,8 +1,9 @@
+import Foundation
 import Registry
 
 /// The registry's rules as the flags set them (`--device-ttl`,
 /// `--activity-ttl`, `--max-devices-per-user`, `--max-activities-per-device`,
-/// `--max-apps`), applied to whichever backend's configuration `--store`
+/// `--apps`), applied to whichever backend's configuration `--store`
 /// chose. A flag left unset keeps that configuration's own default, so a
 /// default is written once, next to what it configures.
 struct StoreRules {
@@ -10,14 +11,15 @@ struct StoreRules {
     var activityTTL: Duration?
     var maxDevicesPerUser: Int?
     var maxActivitiesPerDevice: Int?
-    var maxApps: Int?
+    var apps: DeclaredApps?
 
     init(_ arguments: Arguments) throws(Arguments.Failure) {
         deviceTTL = try Settings.duration(arguments, "device-ttl")
         activityTTL = try Settings.duration(arguments, "activity-ttl")
         maxDevicesPerUser = try Self.count(arguments, "max-devices-per-user", max: 10_000)
         maxActivitiesPerDevice = try Self.count(arguments, "max-activities-per-device", max: 1_000)
-        maxApps = try Self.count(arguments, "max-apps", max: 10_000)
+        if let failure = arguments.removedVariable("max-apps") { throw failure }
+        apps = try Self.apps(arguments)
     }
 
     func apply<C: RuleConfiguration>(to configuration: inout C) {
@@ -25,7 +27,19 @@ struct StoreRules {
         if let activityTTL { configuration.activityTTL = activityTTL }
         if let maxDevicesPerUser { configuration.maxDevicesPerUser = maxDevicesPerUser }
         if let maxActivitiesPerDevice { configuration.maxActivitiesPerDevice = maxActivitiesPerDevice }
-        if let maxApps { configuration.maxApps = maxApps }
+        if let apps { configuration.apps = apps }
+    }
+
+    /// `--apps ID[,ID…]`: each an `appId`; `default` is always added.
+    private static func apps(_ arguments: Arguments) throws(Arguments.Failure) -> DeclaredApps? {
+        guard let (value, source) = arguments.value("apps") else { return nil }
+        let ids = value.split(separator: ",", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        do {
+            return try DeclaredApps(ids)
+        } catch {
+            throw Arguments.Failure(description: "\(source): \(error)")
+        }
     }
 
     private static func count(_ arguments: Arguments, _ flag: String, max: Int) throws(Arguments.Failure) -> Int? {
@@ -44,7 +58,7 @@ protocol RuleConfiguration {
     var activityTTL: Duration { get set }
     var maxDevicesPerUser: Int { get set }
     var maxActivitiesPerDevice: Int { get set }
-    var maxApps: Int { get set }
+    var apps: DeclaredApps { get set }
 }
 
 extension LMDBRegistryStore.Configuration: RuleConfiguration {}

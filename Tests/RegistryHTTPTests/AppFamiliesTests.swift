@@ -1,4 +1,5 @@
 import JSON
+import Registry
 import Testing
 @testable import RegistryHTTP
 
@@ -140,8 +141,8 @@ import Testing
     }
 
     @Test func theLongestAppIdIsAccepted() async throws {
-        try await Harness.with { h in
-            let longest = String(repeating: "a", count: 154) + "."
+        let longest = String(repeating: "a", count: 154) + "."
+        try await Harness.with(apps: try DeclaredApps([longest])) { h in
             let reply = await h.register("d1", #""appId": "\#(longest)""#)
             #expect(reply.status == 201)
             #expect(reply.json["device"]?["appId"]?.string == longest)

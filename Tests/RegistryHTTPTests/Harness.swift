@@ -81,8 +81,11 @@ struct Harness {
     let directory: String
 
     /// Runs `body` with a fresh harness and tears it down afterwards.
+    /// The apps every harness declares (`--apps`) besides `default`.
+    static let apps = try! DeclaredApps(["com.acme.one", "com.acme.two", "com.example.scores", "com.example.watch"])
+
     static func with(maxDevicesPerUser: Int = 20, deviceTTL: Duration = .seconds(90 * 86_400),
-                     activityTTL: Duration = .seconds(90 * 86_400),
+                     activityTTL: Duration = .seconds(90 * 86_400), apps: DeclaredApps = Harness.apps,
                      _ body: (Harness) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("registryhttp-\(UUID().uuidString)").path
@@ -92,6 +95,7 @@ struct Harness {
         configuration.deviceTTL = deviceTTL
         configuration.activityTTL = activityTTL
         configuration.clock = clock
+        configuration.apps = apps
         configuration.initialMapSize = 4 << 20
         let store = try LMDBRegistryStore(configuration: configuration)
         let logs = LogCapture()

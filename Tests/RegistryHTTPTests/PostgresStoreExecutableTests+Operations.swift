@@ -8,7 +8,7 @@ extension PostgresStoreExecutableTests {
         try await TestPostgres.withSchema { url in
             let directory = try exe.makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            try await fill(try ExecutableTests.Server(arguments: [], directory: directory), in: directory)
+            try await fill(try ExecutableTests.Server(arguments: Self.fillApps, directory: directory), in: directory)
             let (_, original, _) = try exe.run(["export"], in: directory)
             let lines = original.split(separator: "\n").count
 
@@ -38,7 +38,7 @@ extension PostgresStoreExecutableTests {
         try await TestPostgres.withSchema { url in
             let directory = try exe.makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            try await fill(try ExecutableTests.Server(arguments: Self.postgres(url), directory: directory), in: directory)
+            try await fill(try ExecutableTests.Server(arguments: Self.fillApps + Self.postgres(url), directory: directory), in: directory)
             let (_, original, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
             let lines = original.split(separator: "\n").count
             #expect(lines > 10)
@@ -68,6 +68,10 @@ extension PostgresStoreExecutableTests {
         return counts.filter { $0.value != 0 }.map { "\($0.value > 0 ? "extra" : "missing"): \($0.key)" }.sorted()
             .joined(separator: "\n")
     }
+
+    /// The apps `fill` registers under: the server that fills declares
+    /// them; the commands after it do not (an import restores any app).
+    static let fillApps = ["--apps", "com.example.watch"]
 
     /// Two users, an app family's second app, tokens of every kind (APNs in
     /// both environments, FCM), a rotation, a sign-out's tombstone, and the
@@ -135,7 +139,7 @@ extension PostgresStoreExecutableTests {
         try await TestPostgres.withSchema { url in
             let directory = try exe.makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            try await fill(try ExecutableTests.Server(arguments: Self.postgres(url), directory: directory), in: directory)
+            try await fill(try ExecutableTests.Server(arguments: Self.fillApps + Self.postgres(url), directory: directory), in: directory)
             let (_, before, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
 
             let (rotated, rotation, rotationErrors) = try exe.run(["rotate-token-key"] + Self.postgres(url), in: directory)

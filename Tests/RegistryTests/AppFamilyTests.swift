@@ -262,28 +262,3 @@ struct AppFamilyTests {
         #expect(try await f.store.device(userId: "alice", appId: "com.example.app7", deviceId: "phone")?.pushToken?.token == apnsToken(7))
     }
 }
-
-/// App ids come from callers: the registry takes at most `maxApps` of
-/// them, so inventing app ids cannot multiply the per-(user, app) caps
-/// without bound or grow the apps table forever.
-struct AppLimitTests {
-    @Test func aNewAppPastTheLimitIsRefusedAndChangesNothing() async throws {
-        let f = try makeStore { $0.maxApps = 3 }; defer { f.close() }
-        for (n, app) in ["default", "com.a", "com.b"].enumerated() {
-            _ = try await f.store.registerDevice(DeviceRegistration(userId: "u", deviceId: "d", pushToken: .set(apnsToken(n)),
-                                                                    appId: app))
-        }
-        let error = await registryError {
-            _ = try await f.store.registerDevice(DeviceRegistration(userId: "u", deviceId: "d", appId: "com.c"))
-        }
-        guard case .invalidField(let field, _) = error else {
-            Issue.record("expected invalidField, got \(String(describing: error))")
-            return
-        }
-        #expect(field == "appId")
-        #expect(try await f.store.devices(userId: "u").count == 3)
-        // A known app still registers.
-        _ = try await f.store.registerDevice(DeviceRegistration(userId: "v", deviceId: "d", appId: "com.b"))
-        #expect(try await f.store.devices(userId: "v").map(\.appId) == ["com.b"])
-    }
-}

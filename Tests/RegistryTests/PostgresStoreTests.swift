@@ -186,6 +186,7 @@ import TokenSealing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: TestKeys.ring)
         configuration.clock = postgres.clock
+        configuration.apps = TestApps.declared
         let lmdb = try LMDBRegistryStore(configuration: configuration)
         defer { lmdb.shutdown() }
         try await lmdb.register("alice", "phone", token: 1, sequence: 3)

@@ -12,6 +12,14 @@ enum TestKeys {
     static let ring = try! TokenKeyRing.generate()
 }
 
+/// The apps every test store declares (`--apps`): the ones the behaviour
+/// tests name. Any other app id is undeclared.
+enum TestApps {
+    static let ids = ["com.acme.one", "com.acme.two", "com.example.a", "com.example.b", "com.example.scores",
+                      "com.example.watch", "com.example.z"] + (0..<24).map { "com.example.app\($0)" }
+    static let declared = try! DeclaredApps(ids)
+}
+
 /// A clock the test moves by hand, so expiry is tested without sleeping.
 final class TestClock: RegistryClock {
     private let milliseconds: Mutex<Int64>
@@ -82,6 +90,7 @@ final class StoreFixture {
         clock = TestClock()
         var configuration = LMDBRegistryStore.Configuration(directory: directory + "/env", tokenKeys: TestKeys.ring)
         configuration.clock = clock
+        configuration.apps = TestApps.declared
         configure(&configuration)
         self.configuration = configuration
         switch TestBackend.current {
@@ -111,7 +120,7 @@ final class StoreFixture {
         configuration.poolSize = poolSize
         configuration.maxDevicesPerUser = lmdb.maxDevicesPerUser
         configuration.maxActivitiesPerDevice = lmdb.maxActivitiesPerDevice
-        configuration.maxApps = lmdb.maxApps
+        configuration.apps = lmdb.apps
         configuration.deviceTTL = lmdb.deviceTTL
         configuration.activityTTL = lmdb.activityTTL
         configuration.clock = lmdb.clock

@@ -15,7 +15,7 @@ struct PostgresExport {
     }
 
     private func devices(_ emit: ([ExportedRecord]) throws -> Void) throws {
-        let reads = PostgresReads(connection: connection, vault: vault, apps: PostgresAppCatalog(limit: 0), cursorSecret: [])
+        let reads = PostgresReads(connection: connection, vault: vault, apps: PostgresAppCatalog(declared: .defaultOnly), cursorSecret: [])
         var after: RecordID?
         while true {
             var condition = "true"

@@ -131,6 +131,8 @@ struct PostgresReads: RegistryReads {
                             tokenFingerprint: try r.string(row, 8) ?? "")
     }
 
+    func storedApps() throws -> [String] { try apps.all(connection) }
+
     func stats() throws -> StoreStats {
         let r = try connection.query("""
             SELECT (SELECT count(*) FROM registry_devices),

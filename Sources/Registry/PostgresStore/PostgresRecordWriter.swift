@@ -2,7 +2,7 @@ import Postgres
 
 /// The PostgreSQL store's `RecordTransaction`: the rules' primitives as
 /// statements on one connection inside one transaction (REPEATABLE READ
-/// under the user's lock, or SERIALIZABLE to add an app: see `writing`). The
+/// under the user's lock: see `writing`). The
 /// database keeps the indexes (primary keys, the unique `owner_key`, the
 /// expiry indexes, a device's activity count by counting), so each
 /// primitive touches only its rows; the history is appended in the same
@@ -12,9 +12,8 @@ struct PostgresRecordWriter: RecordTransaction {
     let vault: TokenVault
     let apps: PostgresAppCatalog
     let now: Timestamp
-    /// Whether the transaction is SERIALIZABLE: only such a one adds an app.
-    var serializable = false
-    var recordsHistory = true
+    var restoring = false
+    var declaredApps: DeclaredApps { apps.declared }
     /// What `device` read beside the device, for this transaction only.
     let cache = RecordCache()
 
@@ -32,7 +31,7 @@ struct PostgresRecordWriter: RecordTransaction {
     // MARK: Reads
 
     func recordID(_ user: String, appId: String, _ device: String) throws -> RecordID {
-        try apps.register(appId, connection, serializable: serializable)
+        try apps.register(appId, connection, restoring: restoring)
         return RecordID(user: user, app: appId, device: device)
     }
 
@@ -275,7 +274,7 @@ struct PostgresRecordWriter: RecordTransaction {
     /// newest `maxPerUser - 1` of them.
     func recordEvent(_ id: RecordID, _ kind: TokenKind, activity: String?, _ action: HistoryEvent.Action,
                      reason: HistoryEvent.Reason? = nil, feedback: FeedbackReason? = nil, token: String) throws {
-        guard recordsHistory else { return }
+        guard !restoring else { return }
         try connection.query("""
             WITH newest AS (
                 SELECT at, counter FROM registry_history WHERE user_id = $1 ORDER BY at DESC, counter DESC LIMIT 1

@@ -1,14 +1,11 @@
 import Postgres
 
 /// The `RegistryStore` operations: each one transaction applying the shared
-/// rules (`RecordTransaction+Rules`). After a commit, the app it named is
-/// remembered as existing (apps are never removed).
+/// rules (`RecordTransaction+Rules`).
 extension PostgresRegistryStore {
     public func registerDevice(_ registration: DeviceRegistration) async throws -> RegistrationOutcome {
         let max = configuration.maxDevicesPerUser
-        let outcome = try await writing(user: registration.userId) { try $0.registerDevice(registration, maxDevices: max) }
-        apps.remember([registration.appId])
-        return outcome
+        return try await writing(user: registration.userId) { try $0.registerDevice(registration, maxDevices: max) }
     }
 
     public func signOut(userId: String, appId: String, deviceId: String, sequence: UInt64?) async throws {
@@ -20,32 +17,22 @@ extension PostgresRegistryStore {
 
     public func registerPushToStartToken(_ registration: PushToStartRegistration) async throws -> DeviceRecord {
         let max = configuration.maxDevicesPerUser
-        let record = try await writing(user: registration.userId) { try $0.registerPushToStart(registration, maxDevices: max) }
-        apps.remember([registration.appId])
-        return record
+        return try await writing(user: registration.userId) { try $0.registerPushToStart(registration, maxDevices: max) }
     }
 
     public func removePushToStartToken(userId: String, appId: String, deviceId: String) async throws {
-        try await writing(user: userId) { writer in
-            guard let id = try writer.existingRecordID(userId, appId: appId, deviceId) else { return }
-            try writer.removeToken(.pushToStart, id, reason: .deleted)
-        }
+        try await writing(user: userId) { try $0.removePushToStart(userId, appId: appId, deviceId) }
     }
 
     public func registerActivityToken(_ registration: ActivityTokenRegistration) async throws -> ActivityToken {
         let maxDevices = configuration.maxDevicesPerUser, maxActivities = configuration.maxActivitiesPerDevice
-        let token = try await writing(user: registration.userId) {
+        return try await writing(user: registration.userId) {
             try $0.registerActivityToken(registration, maxDevices: maxDevices, maxActivities: maxActivities)
         }
-        apps.remember([registration.appId])
-        return token
     }
 
     public func removeActivityToken(activityId: String, userId: String, appId: String, deviceId: String) async throws {
-        try await writing(user: userId) { writer in
-            guard let id = try writer.existingRecordID(userId, appId: appId, deviceId) else { return }
-            try writer.removeActivityToken(activityId, id, reason: .deleted)
-        }
+        try await writing(user: userId) { try $0.removeActivity(activityId, userId, appId: appId, deviceId) }
     }
 
     public func removeToken(_ token: String, reason: FeedbackReason, registeredBefore before: Timestamp?) async throws -> Int {

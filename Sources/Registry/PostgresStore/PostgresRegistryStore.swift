@@ -18,7 +18,8 @@ import TokenSealing
 /// - Reads are one statement each, on a pooled connection.
 /// - No state goes stale between nodes: the cursor secret and the key
 ///   checks live in `registry_meta`; a node caches only apps it saw
-///   committed (apps are never removed).
+///   committed (apps are never removed). Each node puts the apps it is
+///   given (`--apps`) into `registry_apps` at open.
 /// - One sweep at a time across nodes (a session advisory lock).
 /// - After a failover the pool reconnects by itself (a multi-host URL with
 ///   `target_session_attrs=read-write` finds the new primary).
@@ -35,7 +36,8 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         // The rules' limits, as `LMDBRegistryStore.Configuration` documents them.
         public var maxDevicesPerUser = 20
         public var maxActivitiesPerDevice = 32
-        public var maxApps = 100
+        /// The apps a caller's write may name (`DeclaredApps`).
+        public var apps: DeclaredApps = .defaultOnly
         public var maxTombstonesPerUser: Int { 2 * maxDevicesPerUser }
         public var deviceTTL: Duration = .seconds(90 * 86_400)
         public var activityTTL: Duration = .seconds(90 * 86_400)
@@ -84,7 +86,8 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         // Per schema: registries in two schemas of one database sweep independently.
         let schema = try connection.query("SELECT current_schema()").string(0, 0) ?? ""
         sweepLock = PostgresConnection.advisoryKey("registryd.sweep." + schema)
-        apps = PostgresAppCatalog(limit: configuration.maxApps)
+        apps = PostgresAppCatalog(declared: configuration.apps)
+        try apps.storeDeclared(connection)
         pool = PostgresPool(connectionString: configuration.connectionString, size: max(1, configuration.poolSize),
                             name: "postgres-store")
     }
@@ -119,8 +122,6 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     /// a sweep) meets that user's writes on the same rows, which REPEATABLE
     /// READ refuses as a concurrent update (40001); two users claiming a new
     /// token at once meet on the unique owner key (23505). Both run again.
-    /// A transaction that adds an app runs again as SERIALIZABLE, which
-    /// keeps the app limit exact (`PostgresAppCatalog`).
     ///
     /// Retried: 40001, 40P01, 23505 (ten attempts, jittered pauses), and a
     /// connection that broke before COMMIT was sent (twice). Never retried:
@@ -135,25 +136,21 @@ public final class PostgresRegistryStore: RegistryStore, Service {
             onCommit?(CommitBatchReport(commands: 1, succeeded: succeeded, seconds: (ContinuousClock.now - began).inSeconds))
         }
         let userLock = user.map { PostgresConnection.advisoryKey("registryd.user." + $0) }
-        var isolation = PostgresIsolation.repeatableRead
         var attempts = 0, reconnects = 0
         while true {
             attempts += 1
-            let serializable = isolation == .serializable
             do {
-                let value = try await pool.withConnection { [isolation] connection in
+                let value = try await pool.withConnection { connection in
                     try Self.holding(userLock, connection) {
-                        try connection.transaction(isolation: isolation) { connection in
+                        try connection.transaction(isolation: .repeatableRead) { connection in
                             try announcement.follow(connection, keys)
                             return try body(PostgresRecordWriter(connection: connection, vault: keys.current, apps: apps,
-                                                                 now: clock.now(), serializable: serializable))
+                                                                 now: clock.now()))
                         }
                     }
                 }
                 report(true)
                 return value
-            } catch is PostgresAppCatalog.NeedsSerializable where !serializable {
-                isolation = .serializable
             } catch let error as PostgresError where (error.isSerializationFailure || error.isUniqueViolation()) && attempts < 10 {
                 try await Task.sleep(for: .microseconds(Int.random(in: 0...min(100, 1 << min(attempts, 7)) * 1_000)))
             } catch let error as PostgresError where error.failedBeforeCommit && reconnects < 2 {
@@ -206,6 +203,8 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     }
 
     public var inlineReads: (any RegistryReads & Sendable)? { nil }
+
+    public var declaredApps: DeclaredApps { apps.declared }
 
     /// Database failures in the contract's terms: `unavailable` (503),
     /// including a COMMIT whose outcome is unknown, and a token under a key

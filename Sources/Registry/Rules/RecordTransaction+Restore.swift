@@ -45,7 +45,7 @@ extension RecordTransaction {
     /// of its own; returns how many records it held.
     func restoreQuietly(_ chunk: [(ExportedRecord, Int)]) throws -> Int {
         var quiet = self
-        quiet.recordsHistory = false
+        quiet.restoring = true
         for (record, occurrence) in chunk { try quiet.restore(record, occurrence: occurrence) }
         return chunk.count
     }

@@ -101,8 +101,10 @@ extension RecordTransaction {
     }
 
     /// Sign-out: the device and all its tokens (O(activity cap)); with a
-    /// sequence, a tombstone (at most `maxTombstones` per user).
+    /// sequence, a tombstone (at most `maxTombstones` per user). An app
+    /// not declared takes no write: nothing is removed, no tombstone is left.
     func signOut(_ user: String, appId: String, _ device: String, sequence: UInt64?, maxTombstones: Int) throws {
+        guard declaredApps.contains(appId) else { return }
         // An app never seen has no record; a sequenced sign-out still leaves its tombstone.
         let appKnown = try existingRecordID(user, appId: appId, device) != nil
         guard sequence != nil || appKnown else { return }
@@ -110,6 +112,20 @@ extension RecordTransaction {
         _ = try verdict(sequence, stored: try self.device(id), tombstone: try tombstone(id), isDelete: true)
         try deleteDevice(id, reason: .signOut)
         if let sequence { try putTombstone(id, sequence: sequence, maxTombstones: maxTombstones) }
+    }
+
+    /// The push-to-start token `DELETE`: removes the device's token, if any
+    /// (an app not declared takes no write).
+    func removePushToStart(_ user: String, appId: String, _ device: String) throws {
+        guard declaredApps.contains(appId), let id = try existingRecordID(user, appId: appId, device) else { return }
+        try removeToken(.pushToStart, id, reason: .deleted, feedback: nil)
+    }
+
+    /// The activity-token `DELETE`: removes the device's token for
+    /// `activity`, if any (an app not declared takes no write).
+    func removeActivity(_ activity: String, _ user: String, appId: String, _ device: String) throws {
+        guard declaredApps.contains(appId), let id = try existingRecordID(user, appId: appId, device) else { return }
+        try removeActivityToken(activity, id, reason: .deleted, feedback: nil)
     }
 
     /// The environment correction: `token`'s environment set wherever it is

@@ -15,14 +15,17 @@
 protocol RecordTransaction {
     /// The transaction's clock reading: every timestamp it writes.
     var now: Timestamp { get }
-    /// `false` for writes that restore state rather than change it (import,
-    /// repair): they write no history events.
-    var recordsHistory: Bool { get set }
+    /// `true` for writes that restore state rather than change it (import,
+    /// repair, migration): they write no history events, and take the apps
+    /// their records name, declared or not.
+    var restoring: Bool { get set }
+    /// The apps a caller's write may name.
+    var declaredApps: DeclaredApps { get }
 
     // MARK: Reads
 
-    /// The record of (user, appId, device), registering the app when new
-    /// (`RegistryError.invalidField(field: "appId")` past the app limit).
+    /// The record of (user, appId, device), registering the app when new.
+    /// Unless `restoring`, an undeclared app is `RegistryError.undeclaredApp`.
     func recordID(_ user: String, appId: String, _ device: String) throws -> RecordID
     /// The record of (user, appId, device); `nil` when no record of that app
     /// was ever written (nothing of it can exist).
@@ -67,7 +70,7 @@ protocol RecordTransaction {
     /// the user's app, the oldest (ties by deviceId bytes) go.
     func putTombstone(_ id: RecordID, sequence: UInt64, maxTombstones: Int) throws
     /// Appends an event to the record's user's history (unless
-    /// `recordsHistory` is off), trimmed to `HistoryEvent.maxPerUser`.
+    /// `restoring`), trimmed to `HistoryEvent.maxPerUser`.
     func recordEvent(_ id: RecordID, _ kind: TokenKind, activity: String?, _ action: HistoryEvent.Action,
                      reason: HistoryEvent.Reason?, feedback: FeedbackReason?, token: String) throws
 

@@ -6,7 +6,9 @@ import Synchronization
 /// bytes and (activity, user, app, device) with the full ids would pass
 /// LMDB's 511-byte key limit. The `apps` database maps each `appId` to its
 /// code; codes are assigned on an app's first write and never change or go
-/// away, so a cached mapping is never stale.
+/// away, so a cached mapping is never stale. Only a declared app
+/// (`DeclaredApps`) is given a code by a caller's write; a restoring write
+/// (import, repair, migration) gives one to the app its records name.
 ///
 /// The cache is filled only from read transactions (committed data): a
 /// code assigned in a write that is then rolled back never reaches it.
@@ -17,14 +19,13 @@ final class AppCatalog: Sendable {
     }
 
     private let apps: Database
-    /// Distinct apps the registry takes: app ids come from callers, and
-    /// each is a permanent entry that multiplies the per-(user, app) caps.
-    let limit: Int
+    /// The apps a caller's write may name.
+    let declared: DeclaredApps
     private let cache = Mutex(Maps())
 
-    init(apps: Database, limit: Int = 100) {
+    init(apps: Database, declared: DeclaredApps = .defaultOnly) {
         self.apps = apps
-        self.limit = limit
+        self.declared = declared
     }
 
     /// The code of `appId`, or `nil` when no record of that app was ever written.
@@ -37,16 +38,13 @@ final class AppCatalog: Sendable {
         return code
     }
 
-    /// The code of `appId`, assigning the next one when the app is new;
-    /// a new app past `limit` is refused (a 400 naming `appId`).
-    func code(_ appId: String, _ txn: WriteTransaction) throws -> String {
+    /// The code of `appId`, assigning the next one when the app has none
+    /// yet. A caller's write (`restoring` false) may name only a declared
+    /// app: any other is refused (a 400 naming `appId`), stored or not.
+    func code(_ appId: String, _ txn: WriteTransaction, restoring: Bool) throws -> String {
+        guard restoring || declared.contains(appId) else { throw RegistryError.undeclaredApp }
         if let code = try existingCode(appId, txn) { return code }
-        let count = try txn.count(in: apps)
-        guard count < limit else {
-            throw RegistryError.invalidField(field: "appId",
-                                             message: "names a new app, and this registry already holds its limit of \(limit) apps")
-        }
-        let code = String(count)
+        let code = String(try txn.count(in: apps))
         try txn.put(Array(code.utf8), for: Array(appId.utf8), in: apps)
         return code
     }
@@ -63,6 +61,16 @@ final class AppCatalog: Sendable {
         guard let found else { throw StoredValueError(what: "app code \(code)", reason: "not in the apps database") }
         if !(txn is WriteTransaction) { remember(found.name, found.appId, code) }
         return found.appId
+    }
+
+    /// Every app that has a code, in byte order.
+    func all(_ txn: ReadTransaction) throws -> [String] {
+        var ids: [String] = []
+        try txn.scan(apps) { key, _ in
+            ids.append(String(decoding: key, as: UTF8.self))
+            return true
+        }
+        return ids
     }
 
     /// The app ids one read names, each looked up once: a user's devices or

@@ -331,7 +331,7 @@ private struct Fixer {
         do {
             try txn.nested { child in
                 var quiet = RecordWriter(txn: child, schema: schema, vault: vault, apps: writer.apps, now: writer.now)
-                quiet.recordsHistory = false
+                quiet.restoring = true
                 try remove(quiet)
             }
             return true

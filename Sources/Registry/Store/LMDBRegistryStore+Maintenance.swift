@@ -125,7 +125,7 @@ extension RecordWriter {
     /// user already has `occurrence` identical ones; then trims to the
     /// per-user bound.
     func restoreHistory(_ e: HistoryEvent, occurrence: Int) throws {
-        let value = HistoryValue(at: e.at, app: try apps.code(e.appId, txn), device: e.deviceId, kind: e.kind,
+        let value = HistoryValue(at: e.at, app: try recordID(e.userId, appId: e.appId, e.deviceId).app, device: e.deviceId, kind: e.kind,
                                  activityId: e.activityId, action: e.action, reason: e.reason,
                                  feedbackReason: e.feedbackReason, fingerprint: e.tokenFingerprint)
         var keys: [[UInt8]] = []

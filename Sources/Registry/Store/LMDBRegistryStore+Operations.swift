@@ -38,10 +38,7 @@ extension LMDBRegistryStore {
     }
 
     public func removePushToStartToken(userId: String, appId: String, deviceId: String) async throws {
-        try await writing { writer in
-            guard let id = try writer.read.recordID(userId, appId: appId, deviceId) else { return }
-            try writer.removeToken(.pushToStart, id, reason: .deleted)
-        }
+        try await writing { try $0.removePushToStart(userId, appId: appId, deviceId) }
     }
 
     public func registerActivityToken(_ registration: ActivityTokenRegistration) async throws -> ActivityToken {
@@ -52,10 +49,7 @@ extension LMDBRegistryStore {
     }
 
     public func removeActivityToken(activityId: String, userId: String, appId: String, deviceId: String) async throws {
-        try await writing { writer in
-            guard let id = try writer.read.recordID(userId, appId: appId, deviceId) else { return }
-            try writer.removeActivityToken(activityId, id, reason: .deleted)
-        }
+        try await writing { try $0.removeActivity(activityId, userId, appId: appId, deviceId) }
     }
 
     public func correctEnvironment(token: String, environment: APNsEnvironment) async throws -> Int {
@@ -185,5 +179,11 @@ extension LMDBRegistryStore {
                 historyEvents: try read.txn.count(in: schema.history),
                 mapSizeBytes: info.mapSizeBytes, usedBytes: info.usedBytes, lastSweepAt: lastSweep)
         }
+    }
+
+    public var declaredApps: DeclaredApps { apps.declared }
+
+    public func storedApps() throws -> [String] {
+        try reading { read in try read.apps.all(read.txn) }
     }
 }

@@ -28,8 +28,8 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
         public var maxDevicesPerUser = 20
         /// Activity tokens one device may hold; one more evicts its least recently refreshed.
         public var maxActivitiesPerDevice = 32
-        /// Distinct `appId`s the registry takes (app families); a new one past this is refused.
-        public var maxApps = 100
+        /// The apps a caller's write may name (`DeclaredApps`).
+        public var apps: DeclaredApps = .defaultOnly
         /// Tombstones one user may hold: twice the device cap, so a user who
         /// signs every device out twice keeps every tombstone.
         public var maxTombstonesPerUser: Int { 2 * maxDevicesPerUser }
@@ -87,7 +87,7 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
                 schema = try Schema(environment)
             }
             self.schema = schema
-            apps = AppCatalog(apps: schema.apps, limit: configuration.maxApps)
+            apps = AppCatalog(apps: schema.apps, declared: configuration.apps)
             cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema, vault) }
         } catch {
             environment.close()

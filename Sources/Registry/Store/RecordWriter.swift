@@ -17,14 +17,13 @@ struct RecordWriter: RecordTransaction {
     let vault: TokenVault
     let apps: AppCatalog
     let now: Timestamp
-    /// `false` for writes that restore state rather than change it (import,
-    /// repair): they write no history events.
-    var recordsHistory = true
+    var restoring = false
+    var declaredApps: DeclaredApps { apps.declared }
     var read: RecordReader { RecordReader(txn: txn, schema: schema, vault: vault, apps: apps) }
 
     /// The record of (user, appId, device), assigning the app its code when new.
     func recordID(_ user: String, appId: String, _ device: String) throws -> RecordID {
-        RecordID(user: user, app: try apps.code(appId, txn), device: device)
+        RecordID(user: user, app: try apps.code(appId, txn, restoring: restoring), device: device)
     }
 
     // MARK: Reads (`RecordReader` over the write transaction)
@@ -177,7 +176,7 @@ struct RecordWriter: RecordTransaction {
     /// `HistoryEvent.maxPerUser` events: the oldest go first.
     func recordEvent(_ id: RecordID, _ kind: TokenKind, activity: String?, _ action: HistoryEvent.Action,
                      reason: HistoryEvent.Reason? = nil, feedback: FeedbackReason? = nil, token: String) throws {
-        guard recordsHistory else { return }
+        guard !restoring else { return }
         let value = HistoryValue(at: now, app: id.app, device: id.device, kind: HistoryEvent.Kind(kind),
                                  activityId: activity, action: action, reason: action == .removed ? reason : nil,
                                  feedbackReason: reason == .feedback ? feedback : nil,

@@ -96,7 +96,7 @@ struct SchemaMigration {
             while more {
                 more = try environment.write { txn -> Bool in
                     var writer = RecordWriter(txn: txn, schema: schema, vault: vault, apps: apps, now: Timestamp(milliseconds: 0))
-                    writer.recordsHistory = false
+                    writer.restoring = true
                     var keys: [([UInt8], [UInt8])] = []
                     try txn.scan(db) { key, value in
                         keys.append((key, value))

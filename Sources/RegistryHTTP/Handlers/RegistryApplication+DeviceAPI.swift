@@ -8,18 +8,22 @@ import Registry
 /// A record is (user, app, device) (API.md v1.1 "App families"): the reads
 /// and deletes of one record take an optional `appId` query parameter
 /// (`default` when absent, as for a v1 client), and the list shows every
-/// app's records unless `?appId=` narrows it.
+/// app's records unless `?appId=` narrows it. An app the operator did not
+/// declare (API.md v1.2) is as empty: a read naming it finds nothing, a
+/// delete changes nothing (the store refuses registrations naming it).
 extension RegistryApplication {
     func listDevices(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let appId = try FieldCheck.appId(in: QueryParameters(call.request.query))
-        let devices = try reads.devices(userId: call.userId, appId: appId)
+        let undeclared = appId.map { !store.declaredApps.contains($0) } ?? false
+        let devices = undeclared ? [] : try reads.devices(userId: call.userId, appId: appId)
         return Self.devicesDocument(devices, Views.device(_:into:))
     }
 
     func getDevice(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let deviceId = try call.parameter(FieldCheck.deviceId)
         let appId = try FieldCheck.appId(in: QueryParameters(call.request.query)) ?? Identifier.defaultAppId
-        guard let device = try reads.device(userId: call.userId, appId: appId, deviceId: deviceId) else {
+        guard store.declaredApps.contains(appId),
+              let device = try reads.device(userId: call.userId, appId: appId, deviceId: deviceId) else {
             throw APIError.recordNotFound("device")
         }
         return Self.deviceDocument(200, device)
