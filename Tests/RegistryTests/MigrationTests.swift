@@ -91,6 +91,35 @@ struct MigrationTests {
         #expect(!FileManager.default.fileExists(atPath: f.configuration.directory + "/.compacting"))
     }
 
+    /// A start killed (or out of disk) after the migration committed but
+    /// before the compacted copy replaced the file: the freed pages still
+    /// hold plaintext tokens, so the next start compacts.
+    @Test(.lmdbOnly) func aMigrationCutOffBeforeItsCompactionIsCompactedAtTheNextOpen() async throws {
+        let f = try makeStore(); defer { f.close() }
+        f.lmdb.shutdown()
+        try FileManager.default.removeItem(atPath: f.configuration.directory)
+        try writeSchemaTwo(f.configuration.directory)
+        let environment = try Environment(Environment.Configuration(path: f.configuration.directory, maxDatabases: 32))
+        let schema = try Schema(environment)
+        #expect(try SchemaMigration(environment: environment, schema: schema, vault: TestKeys.vault,
+                                    apps: AppCatalog(apps: schema.apps)).run())
+        environment.close()
+        let file = f.configuration.directory + "/data.mdb"
+        let tokens = [0, 17, 39, 1_000, 1_001, 2_000, 2_002]
+        func plaintext() throws -> [Int] {
+            let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: file)))
+            return tokens.filter { contains(bytes, Array(apnsToken($0).utf8)) }
+        }
+        #expect(try !plaintext().isEmpty, "the cut-off start left plaintext in freed pages")
+        try f.reopen()
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1_000))
+        f.lmdb.shutdown()
+        #expect(try plaintext() == [], "tokens in plaintext hex")
+        try f.reopen()
+        let pending = try f.lmdb.environment.read { txn in try txn.get(Schema.MetaKey.compactionPending, in: f.lmdb.schema.meta) }
+        #expect(pending == nil, "the compaction is done once")
+    }
+
     @Test(.lmdbOnly) func aMigrationInSmallBatchesMovesEveryDevice() async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()

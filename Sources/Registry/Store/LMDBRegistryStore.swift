@@ -80,11 +80,12 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
         var environment = try Self.openEnvironment(configuration)
         do {
             var schema = try Schema(environment)
-            let migrated = try SchemaMigration(environment: environment, schema: schema, vault: vault,
-                                               apps: AppCatalog(apps: schema.apps)).run()
-            if migrated {
+            try SchemaMigration(environment: environment, schema: schema, vault: vault,
+                                apps: AppCatalog(apps: schema.apps)).run()
+            if try environment.read({ txn in try txn.get(Schema.MetaKey.compactionPending, in: schema.meta) }) != nil {
                 try Self.compactInPlace(&environment, configuration)
                 schema = try Schema(environment)
+                try environment.write { txn in _ = try txn.delete(Schema.MetaKey.compactionPending, in: schema.meta) }
             }
             self.schema = schema
             apps = AppCatalog(apps: schema.apps, declared: configuration.apps)
@@ -109,7 +110,9 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
     /// held them are free but still in `data.mdb` until LMDB reuses them.
     /// A compacted copy holds live pages only; it replaces the file (a
     /// rename, so a crash leaves the one or the other, both migrated), and
-    /// the environment is opened again on it. Nothing else may have the
+    /// the environment is opened again on it. `meta`'s `compactionPending`
+    /// (written with the migration's version) is cleared only after that, so
+    /// a start killed or out of disk during the copy compacts at the next. Nothing else may have the
     /// environment open meanwhile: the first start after an upgrade
     /// migrates, before anything serves.
     private static func compactInPlace(_ environment: inout Environment, _ configuration: Configuration) throws {

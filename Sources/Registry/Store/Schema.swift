@@ -72,6 +72,9 @@ struct Schema: Sendable {
         /// The sealing key id a rotation made current (one byte): every
         /// process's writes seal under it once they see it.
         static let sealingKeyID = Array("sealingKeyID".utf8)
+        /// Present from the migration's last commit until the file has been
+        /// compacted: freed pages may still hold plaintext tokens.
+        static let compactionPending = Array("compactionPending".utf8)
         /// Followed by a key id: `TokenVault.keyCheck` sealed under that key.
         static let sealingKeyCheck = Array("sealingKeyCheck.".utf8)
     }

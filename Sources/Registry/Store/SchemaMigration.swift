@@ -23,7 +23,8 @@ struct SchemaMigration {
     var batchSize = 500
 
     /// Returns whether an older schema was migrated (then its plaintext
-    /// pages are free but still in the file: the caller compacts it).
+    /// pages are free but still in the file: `meta` marks the compaction
+    /// pending, and the caller compacts it).
     @discardableResult
     func run() throws -> Bool {
         let found = try environment.read { txn -> UInt64? in
@@ -45,15 +46,19 @@ struct SchemaMigration {
         try environment.write { txn in
             for db in legacy.all { try txn.empty(db) }
         }
-        try writeVersion()
+        try writeVersion(compactionPending: true)
         return true
     }
 
-    private func writeVersion() throws {
+    /// The new version, with (after a migration from plaintext tokens) the
+    /// mark that the file still needs compacting, in one commit: a start
+    /// cut off before its compaction finishes compacts at the next open.
+    private func writeVersion(compactionPending: Bool = false) throws {
         try environment.write { txn in
             var w = ByteWriter(version: 1)
             w.varint(Schema.version)
             try txn.put(w.bytes, for: Schema.MetaKey.schemaVersion, in: schema.meta)
+            if compactionPending { try txn.put([1], for: Schema.MetaKey.compactionPending, in: schema.meta) }
         }
     }
 
