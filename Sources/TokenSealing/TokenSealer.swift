@@ -6,7 +6,7 @@ import Glibc
 ///
 /// A sealed value is
 ///
-///     version (1 byte, 1) | key id (1) | nonce (12) | ciphertext (token's length) | tag (16)
+///     version (1 byte, 2) | key id (1) | nonce (12) | ciphertext (token's length) | tag (16)
 ///
 /// with associated data `version | key id | context`: the header cannot be
 /// changed without the tag failing, and `context` (the caller's name for the
@@ -14,6 +14,13 @@ import Glibc
 /// it holds, so a sealed push token copied into a push-to-start slot does
 /// not open there. The context is not stored; the caller supplies the same
 /// one to `open`.
+///
+/// **Versions.** Version 1 has the same layout; the version byte tells which
+/// binding the caller's context carried when the value was sealed (the
+/// registry's version 1 contexts named the token's kind only, version 2
+/// names its record too), so a caller that changes what its context binds
+/// can tell old values apart and open them only where it migrates them
+/// (`open(_:context:format:)` with `format: 1`).
 ///
 /// **Nonces** are 12 random bytes from the kernel (`getentropy`: the
 /// ChaCha20 generator behind /dev/urandom; about 380 ns for 12 bytes here,
@@ -45,7 +52,9 @@ import Glibc
 /// call works on its own copy of one.
 public struct TokenSealer: Sendable {
     /// The format byte at the front of every sealed value.
-    public static let formatVersion: UInt8 = 1
+    public static let formatVersion: UInt8 = 2
+    /// The oldest version `keyID(of:)` still recognises.
+    public static let oldestFormatVersion: UInt8 = 1
     public static let nonceLength = AESGCM.nonceLength
     public static let tagLength = AESGCM.tagLength
     static let headerLength = 2
@@ -94,16 +103,18 @@ public struct TokenSealer: Sendable {
         return withUnsafeBytes(of: nonce) { seal(token, context: context, nonce: $0) }
     }
 
-    /// `seal` with a given nonce: for known-answer tests only (a nonce must
-    /// never repeat under one key).
-    func seal(_ token: [UInt8], context: [UInt8], nonce: UnsafeRawBufferPointer) -> [UInt8] {
+    /// `seal` with a given nonce (and format): for known-answer tests and
+    /// tests of migrations from format 1 only (a nonce must never repeat
+    /// under one key).
+    func seal(_ token: [UInt8], context: [UInt8], nonce: UnsafeRawBufferPointer,
+              format: UInt8 = formatVersion) -> [UInt8] {
         precondition(nonce.count == Self.nonceLength)
         let keyID = ring.currentKeyID
         let key = prepared.current
         let length = Self.overhead + token.count
         return [UInt8](unsafeUninitializedCapacity: length) { output, initialized in
             let output = UnsafeMutableRawBufferPointer(output)
-            output[0] = Self.formatVersion
+            output[0] = format
             output[1] = keyID
             let nonceRange = Self.headerLength..<(Self.headerLength + Self.nonceLength)
             UnsafeMutableRawBufferPointer(rebasing: output[nonceRange]).copyMemory(from: nonce)
@@ -123,20 +134,25 @@ public struct TokenSealer: Sendable {
     }
 
     /// The token `sealed` holds, when it was sealed under a key of the ring
-    /// with the same `context` and not changed since. Throws `truncated` or
-    /// `unsupportedVersion` for bytes that are not a sealed value,
+    /// with the same `context` and not changed since, in format `format`
+    /// (the current one unless a migration asks for an older one). Throws
+    /// `truncated` or `unsupportedVersion` for bytes that are not a sealed
+    /// value of that format,
     /// `unknownKey` for a key id the ring does not hold, and
     /// `authenticationFailed` for anything else (a changed byte, another
     /// context, a value from another ring); never returns unauthenticated bytes.
-    public func open(_ sealed: [UInt8], context: [UInt8] = []) throws(TokenSealError) -> [UInt8] {
-        try sealed.withUnsafeBytes { sealed in Result { () throws(TokenSealError) in try open(sealed, context: context) } }
-            .get()
+    public func open(_ sealed: [UInt8], context: [UInt8] = [],
+                     format: UInt8 = formatVersion) throws(TokenSealError) -> [UInt8] {
+        try sealed.withUnsafeBytes { sealed in
+            Result { () throws(TokenSealError) in try open(sealed, context: context, format: format) }
+        }.get()
     }
 
     /// `open` over bytes in place (e.g. a value still in the database's map).
-    public func open(_ sealed: UnsafeRawBufferPointer, context: [UInt8] = []) throws(TokenSealError) -> [UInt8] {
+    public func open(_ sealed: UnsafeRawBufferPointer, context: [UInt8] = [],
+                     format: UInt8 = formatVersion) throws(TokenSealError) -> [UInt8] {
         guard sealed.count >= Self.overhead else { throw .truncated(length: sealed.count) }
-        guard sealed[0] == Self.formatVersion else { throw .unsupportedVersion(sealed[0]) }
+        guard sealed[0] == format else { throw .unsupportedVersion(sealed[0]) }
         guard let key = prepared.sealingKey(id: sealed[1]) else { throw .unknownKey(sealed[1]) }
         let length = sealed.count - Self.overhead
         let ciphertextStart = Self.headerLength + Self.nonceLength
@@ -168,7 +184,7 @@ public struct TokenSealer: Sendable {
     }
 
     /// The id of the key that sealed `sealed`, or nil when it is not a
-    /// sealed value of this format. Reads the header only (no
+    /// sealed value of a format this build knows (`format(of:)` tells which). Reads the header only (no
     /// authentication): for finding values still under an old key during a
     /// rotation, never for trusting a value.
     public func keyID(of sealed: [UInt8]) -> UInt8? {
@@ -177,8 +193,16 @@ public struct TokenSealer: Sendable {
 
     /// `keyID(of:)` over bytes in place.
     public func keyID(of sealed: UnsafeRawBufferPointer) -> UInt8? {
-        guard sealed.count >= Self.overhead, sealed[0] == Self.formatVersion else { return nil }
+        guard sealed.count >= Self.overhead, (Self.oldestFormatVersion...Self.formatVersion).contains(sealed[0]) else {
+            return nil
+        }
         return sealed[1]
+    }
+
+    /// The format version of `sealed` (its first byte), or nil when it is
+    /// not a sealed value of a format this build knows. Unauthenticated.
+    public func format(of sealed: [UInt8]) -> UInt8? {
+        keyID(of: sealed) == nil ? nil : sealed[0]
     }
 
     /// The key under which an index finds `token`:
@@ -212,7 +236,7 @@ public enum TokenSealError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .truncated(length): "sealed token is \(length) bytes, shorter than the \(TokenSealer.overhead) every sealed value has"
-        case let .unsupportedVersion(version): "sealed token has format version \(version); this build reads \(TokenSealer.formatVersion)"
+        case let .unsupportedVersion(version): "sealed token has format version \(version), not the one expected (this build seals version \(TokenSealer.formatVersion))"
         case let .unknownKey(id): "sealed token names key \(id), which the key ring does not hold"
         case .authenticationFailed: "sealed token does not authenticate (changed, another context, or another key)"
         }

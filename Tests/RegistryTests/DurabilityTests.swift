@@ -173,9 +173,9 @@ struct DurabilityTests {
         f.lmdb.shutdown()
         let environment = try Environment(Environment.Configuration(path: f.configuration.directory))
         let meta = try environment.openDatabase("meta")
-        try environment.write { txn in try txn.put([1, 4], for: Array("schemaVersion".utf8), in: meta) }
+        try environment.write { txn in try txn.put([1, 5], for: Array("schemaVersion".utf8), in: meta) }
         environment.close()
-        #expect(throws: RegistryOpenError.schemaMismatch(found: 4, expected: 3)) { try f.reopen() }
+        #expect(throws: RegistryOpenError.schemaMismatch(found: 5, expected: 4)) { try f.reopen() }
     }
 
     @Test(.lmdbOnly) func shutdownCommitsQueuedWritesThenRefusesNewOnes() async throws {

@@ -55,7 +55,8 @@ struct EncodingTests {
                                updatedAt: Timestamp(milliseconds: 123_456))
         let owner = OwnerValue(userId: "u\u{0}", deviceId: "d", activityId: "match-42")
         let tombstone = TombstoneValue(sequence: 1 << 63, deletedAt: Timestamp(milliseconds: 99))
-        #expect(try TokenValue(decoding: token.encoded()) == token)
+        let key = StoreKey.device("u", "d")
+        #expect(try TokenValue(decoding: token.encoded(key: key), key: key) == token)
         #expect(try OwnerValue(decoding: owner.encoded()) == owner)
         #expect(try OwnerValue(decoding: OwnerValue(userId: "u", deviceId: "d", activityId: nil).encoded()).activityId == nil)
         #expect(try TombstoneValue(decoding: tombstone.encoded()) == tombstone)
@@ -71,11 +72,12 @@ struct EncodingTests {
     }
 
     @Test func unknownVersionTrailingBytesAndBadEnumsThrow() {
-        var token = TokenValue(token: "ab", environment: .production, updatedAt: Timestamp(milliseconds: 1)).encoded()
-        #expect(throws: StoredValueError.self) { try TokenValue(decoding: [3] + token.dropFirst()) }
-        #expect(throws: StoredValueError.self) { try TokenValue(decoding: token + [0]) }
+        let key = StoreKey.device("u", "d")
+        var token = TokenValue(token: "ab", environment: .production, updatedAt: Timestamp(milliseconds: 1)).encoded(key: key)
+        #expect(throws: StoredValueError.self) { try TokenValue(decoding: [3] + token.dropFirst(), key: key) }
+        #expect(throws: StoredValueError.self) { try TokenValue(decoding: token + [0], key: key) }
         token[1] = 9
-        #expect(throws: StoredValueError.self) { try TokenValue(decoding: token) }
+        #expect(throws: StoredValueError.self) { try TokenValue(decoding: token, key: key) }
         #expect(throws: StoredValueError.self) { try TombstoneValue(decoding: [1] + [UInt8](repeating: 0xFF, count: 11)) }
         #expect(throws: StoredValueError.self) { try OwnerValue(decoding: [1, 2, 0xC3, 0x28, 1, 0x61, 0]) }
     }

@@ -55,9 +55,10 @@ struct IndexConsistencyTests {
         try await f.store.register("alice", "d1", token: 1)
         try await f.store.register("alice", "d2", token: 2)
         try f.corrupt { txn, schema in
-            var value = try TokenValue(decoding: txn.get(StoreKey.device("alice", "d2"), in: schema.pushTokens)!)
+            var value = try TokenValue(decoding: txn.get(StoreKey.device("alice", "d2"), in: schema.pushTokens)!,
+                                        key: StoreKey.device("alice", "d2"))
             value.token = apnsToken(1)
-            try txn.put(value.encoded(), for: StoreKey.device("alice", "d2"), in: schema.pushTokens)
+            try txn.put(value.encoded(key: StoreKey.device("alice", "d2")), for: StoreKey.device("alice", "d2"), in: schema.pushTokens)
         }
         let problems = try await f.check()
         #expect(problems.contains("push token \"alice\"/\"d2\": the same token is also held by \"alice\"/\"d1\""), "\(problems)")

@@ -250,9 +250,9 @@ struct IndexRepairTests {
         try f.corrupt { txn, s in
             for (key, kind, token) in [(StoreKey.device("alice", "d2"), TokenKind.push, 1),
                                        (StoreKey.activityToken("m5", "alice", "d2"), .activity, 203)] {
-                var value = try TokenValue(decoding: txn.get(key, in: s.database(kind))!, kind)
+                var value = try TokenValue(decoding: txn.get(key, in: s.database(kind))!, kind, key: key)
                 value.token = apnsToken(token)
-                try txn.put(value.encoded(kind), for: key, in: s.database(kind))
+                try txn.put(value.encoded(kind, key: key), for: key, in: s.database(kind))
             }
         }
         #expect(Set(try await f.check()) == [
@@ -287,8 +287,9 @@ struct IndexRepairTests {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
-            let held = try TokenValue(decoding: txn.get(StoreKey.device("alice", "d1"), in: s.pushTokens)!)
-            try txn.put(held.encoded(), for: StoreKey.device("alice", "d2"), in: s.pushTokens)
+            let held = try TokenValue(decoding: txn.get(StoreKey.device("alice", "d1"), in: s.pushTokens)!,
+                                      key: StoreKey.device("alice", "d1"))
+            try txn.put(held.encoded(key: StoreKey.device("alice", "d2")), for: StoreKey.device("alice", "d2"), in: s.pushTokens)
         }
         let report = try await f.lmdb.repairIndexes()
         #expect(report.duplicateTokensRemoved == 1)

@@ -36,8 +36,14 @@ extension TestKeys {
 }
 
 extension TokenValue {
-    /// A push token value sealed with the test keys (the tests' raw writes).
-    func encoded(_ kind: TokenKind = .push) -> [UInt8] { encoded(kind, TestKeys.vault) }
+    /// A token value to store under `key` in `kind`'s database, sealed with
+    /// the test keys (the tests' raw writes).
+    func encoded(_ kind: TokenKind = .push, key: [UInt8]) -> [UInt8] {
+        encoded(in: TokenSlot(kind, key: key), TestKeys.vault)
+    }
 
-    init(decoding bytes: [UInt8], _ kind: TokenKind = .push) throws { try self.init(decoding: bytes, kind, TestKeys.vault) }
+    /// The token value stored under `key` in `kind`'s database.
+    init(decoding bytes: [UInt8], _ kind: TokenKind = .push, key: [UInt8]) throws {
+        try self.init(decoding: bytes, in: TokenSlot(kind, key: key), TestKeys.vault)
+    }
 }

@@ -172,6 +172,34 @@ struct SealingTests {
         #expect(problems.contains { $0.hasPrefix("activity token ") && $0.contains("sealed value does not open") }, "\(problems)")
     }
 
+    /// Whoever can write the data file or the database, but has no token
+    /// keys, moves the sealed value of a token they hold (mallory's) into
+    /// another user's record: it does not open there (each sealed value is
+    /// bound to its record), so the victim's pushes never go to mallory's
+    /// phone; reads of that record fail instead, and `check` names it.
+    @Test func aSealedTokenMovedIntoAnotherRecordDoesNotOpenThere() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("mallory", "d1", token: 1)
+        try await f.store.register("alice", "d1", token: 2)
+        switch TestBackend.current {
+        case .lmdb:
+            try f.corrupt { txn, schema in
+                let stolen = try #require(try txn.get(StoreKey.device("mallory", "d1"), in: schema.pushTokens))
+                try txn.put(stolen, for: StoreKey.device("alice", "d1"), in: schema.pushTokens)
+            }
+        case .postgres:
+            let connection = try f.databaseConnection(); defer { connection.close() }
+            try connection.query("""
+                UPDATE registry_tokens SET sealed = (SELECT sealed FROM registry_tokens WHERE user_id = 'mallory' AND kind = 1)
+                WHERE user_id = 'alice' AND kind = 1
+                """)
+        }
+        let read = await registryErrorOrValue { try await f.store.devices(userIds: ["alice"]) }
+        #expect(read.value?.first?.devices.first?.pushToken?.token != apnsToken(1), "the moved value opened in alice's record")
+        let problems = try await f.check()
+        #expect(problems.contains { $0.contains("\"alice\"") && $0.contains("open") }, "\(problems)")
+    }
+
     /// One damaged stored value (bit rot) is not "the wrong key file": the
     /// registry opens, and `check` names the damaged value. (The open-time
     /// key check recognises each sealing key by a check value of its own,

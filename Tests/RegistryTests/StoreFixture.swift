@@ -255,6 +255,15 @@ func registryError(_ body: () async throws -> Void) async -> RegistryError? {
     }
 }
 
+/// What `body` returned, or the error it threw.
+func registryErrorOrValue<T>(_ body: () async throws -> T) async -> (value: T?, error: (any Error)?) {
+    do {
+        return (try await body(), nil)
+    } catch {
+        return (nil, error)
+    }
+}
+
 /// Values reported from other threads (commit reports, sweep results), collected for assertions.
 final class Recorder<Value: Sendable>: Sendable {
     private let values = Mutex<[Value]>([])

@@ -13,7 +13,7 @@ import Testing
         let sealer = TokenSealer(ring: try TokenKeyRing.generate())
         let sealed = sealer.seal(Self.token, context: Self.push)
         #expect(sealed.count == Self.token.count + 30)
-        #expect(sealed[0] == 1)
+        #expect(sealed[0] == 2)
         #expect(sealed[1] == 1)
         #expect(try sealer.open(sealed, context: Self.push) == Self.token)
         #expect(try sealer.open(sealer.seal([]), context: []) == [])
@@ -36,8 +36,24 @@ import Testing
                                     currentKeyID: 9)
         let nonce = Hex.decode("cafebabefacedbaddecaf888")!
         let sealed = nonce.withUnsafeBytes { TokenSealer(ring: ring).seal(Self.token, context: Self.push, nonce: $0) }
-        let expected = AESGCM.seal(key: key, nonce: nonce, associatedData: [1, 9] + Self.push, plaintext: Self.token)
-        #expect(sealed == [1, 9] + nonce + expected.ciphertext + expected.tag)
+        let expected = AESGCM.seal(key: key, nonce: nonce, associatedData: [2, 9] + Self.push, plaintext: Self.token)
+        #expect(sealed == [2, 9] + nonce + expected.ciphertext + expected.tag)
+    }
+
+    /// A format 1 value (what the registry sealed before values were bound
+    /// to their record) opens only where a migration asks for format 1, and
+    /// a format 2 value never opens as format 1: the version byte is in the
+    /// associated data.
+    @Test func aFormatOneValueOpensOnlyWhenAskedFor() throws {
+        let sealer = TokenSealer(ring: try TokenKeyRing.generate())
+        let nonce = [UInt8](repeating: 7, count: TokenSealer.nonceLength)
+        let old = nonce.withUnsafeBytes { sealer.seal(Self.token, context: Self.push, nonce: $0, format: 1) }
+        #expect(old[0] == 1 && sealer.format(of: old) == 1 && sealer.keyID(of: old) == 1)
+        #expect(throws: TokenSealError.unsupportedVersion(1)) { try sealer.open(old, context: Self.push) }
+        #expect(try sealer.open(old, context: Self.push, format: 1) == Self.token)
+        var relabelled = sealer.seal(Self.token, context: Self.push)
+        relabelled[0] = 1
+        #expect(throws: TokenSealError.authenticationFailed) { try sealer.open(relabelled, context: Self.push, format: 1) }
     }
 
     @Test func changingAnyByteFailsAuthentication() throws {
@@ -79,7 +95,8 @@ import Testing
         let other = TokenSealer(ring: try TokenKeyRing.generate())
         #expect(throws: TokenSealError.authenticationFailed) { try other.open(sealed) }
         #expect(sealer.keyID(of: Array(sealed.prefix(29))) == nil)
-        #expect(sealer.keyID(of: [2] + sealed.dropFirst()) == nil)
+        #expect(sealer.keyID(of: [3] + sealed.dropFirst()) == nil)
+        #expect(sealer.keyID(of: [0] + sealed.dropFirst()) == nil)
     }
 
     @Test func unknownKeyIDIsItsOwnError() throws {

@@ -89,10 +89,14 @@ struct DeviceValue: Hashable {
 }
 
 /// `pushTokens`, `pushToStart`, `activityTokens`: one token, sealed
-/// (`TokenVault`) in the stored value; plaintext only in memory.
+/// (`TokenVault`) in the stored value and bound to its slot (its kind and
+/// the key it is stored under); plaintext only in memory.
 ///
 /// Version 2 (schema 3) seals the token; version 1 (plaintext) is read only
-/// by the schema migration, through `init(decodingPlaintext:)`.
+/// by the schema migration, through `init(decodingPlaintext:)`. Schema 4
+/// binds the sealed value to its slot (`TokenSealer` format 2); a value of
+/// schema 3 (bound to its kind only) is read only by the migration, through
+/// `init(decodingUnbound:_:_:)`.
 struct TokenValue: Hashable {
     var token: String {
         didSet { sealedAs = nil }
@@ -100,11 +104,11 @@ struct TokenValue: Hashable {
     var environment: APNsEnvironment
     /// The last time a registration carried it.
     var updatedAt: Timestamp
-    /// The sealed bytes this value was read from, with their kind: a
+    /// The sealed bytes this value was read from, with their slot: a
     /// re-registration that only refreshes `updatedAt` writes them back
     /// instead of sealing the same token again (while they are under the
-    /// current key). Not part of equality.
-    private var sealedAs: (kind: TokenKind, bytes: ArraySlice<UInt8>)?
+    /// current key, in the same slot). Not part of equality.
+    private var sealedAs: (slot: TokenSlot, bytes: ArraySlice<UInt8>)?
 
     static func == (a: TokenValue, b: TokenValue) -> Bool {
         a.token == b.token && a.environment == b.environment && a.updatedAt == b.updatedAt
@@ -116,14 +120,14 @@ struct TokenValue: Hashable {
         hasher.combine(updatedAt)
     }
 
-    func encoded(_ kind: TokenKind, _ vault: TokenVault) -> [UInt8] {
+    func encoded(in slot: TokenSlot, _ vault: TokenVault) -> [UInt8] {
         var w = ByteWriter(version: 2)
         w.byte(UInt8(APNsEnvironment.allCases.firstIndex(of: environment)!))
         w.timestamp(updatedAt)
-        if let sealedAs, sealedAs.kind == kind, vault.keyID(of: sealedAs.bytes) == vault.ring.currentKeyID {
+        if let sealedAs, sealedAs.slot == slot, vault.keyID(of: sealedAs.bytes) == vault.ring.currentKeyID {
             w.blob(Array(sealedAs.bytes))
         } else {
-            w.blob(vault.seal(token, kind))
+            w.blob(vault.seal(token, in: slot))
         }
         return w.bytes
     }
@@ -134,13 +138,22 @@ struct TokenValue: Hashable {
         self.updatedAt = updatedAt
     }
 
-    init(decoding bytes: [UInt8], _ kind: TokenKind, _ vault: TokenVault) throws {
+    init(decoding bytes: [UInt8], in slot: TokenSlot, _ vault: TokenVault) throws {
         var r = try ByteReader(bytes, what: "token", versions: 2...2)
         environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
         updatedAt = try r.timestamp()
         let sealed = try r.blob()
-        token = try vault.open(sealed, kind)
-        sealedAs = (kind, sealed)
+        token = try vault.open(sealed, in: slot)
+        sealedAs = (slot, sealed)
+        try r.finish()
+    }
+
+    /// A value of schema 3, sealed bound to its kind only (the migration to schema 4).
+    init(decodingUnbound bytes: [UInt8], _ kind: TokenKind, _ vault: TokenVault) throws {
+        var r = try ByteReader(bytes, what: "token", versions: 2...2)
+        environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
+        updatedAt = try r.timestamp()
+        token = try vault.openUnbound(try r.blob(), kind)
         try r.finish()
     }
 
@@ -153,12 +166,17 @@ struct TokenValue: Hashable {
         try r.finish()
     }
 
-    /// The sealing key id of a stored value, without opening it (rotation, check).
-    static func sealingKeyID(of bytes: [UInt8], _ vault: TokenVault) throws(StoredValueError) -> UInt8? {
+    /// The sealed bytes of a stored value, unopened (rotation, check, migration).
+    static func sealed(in bytes: [UInt8]) throws(StoredValueError) -> ArraySlice<UInt8> {
         var r = try ByteReader(bytes, what: "token", versions: 2...2)
         _ = try r.byte()
         _ = try r.timestamp()
-        return vault.keyID(of: try r.blob())
+        return try r.blob()
+    }
+
+    /// The sealing key id of a stored value, without opening it (rotation, check).
+    static func sealingKeyID(of bytes: [UInt8], _ vault: TokenVault) throws(StoredValueError) -> UInt8? {
+        vault.keyID(of: try sealed(in: bytes))
     }
 }
 

@@ -40,7 +40,8 @@ struct PostgresCheck {
                       let sealed = try r.bytes(row, 5), let ownerKey = try r.bytes(row, 6) else { continue }
                 let token: String
                 do {
-                    token = try vault.open(sealed, kind)
+                    let holder = try PostgresRows.holder(r, row, from: 0, activity: kind == .activity ? 4 : nil)
+                    token = try vault.open(sealed, in: TokenSlot(kind, holder))
                 } catch {
                     if !report("\(kind) token of \(where_) cannot be opened: \(error)") { break scan }
                     continue

@@ -40,7 +40,8 @@ struct PostgresExport {
             var tokens: [[UInt8]: [ActivityToken]] = [:]  // by record key: ids compare as bytes
             for row in 0..<r.rowCount {
                 let id = RecordID(user: try r.string(row, 0) ?? "", app: try r.string(row, 1) ?? "", device: try r.string(row, 2) ?? "")
-                let token = try PostgresRows.token(r, row, from: 4, .activity, vault)
+                let token = try PostgresRows.token(r, row, from: 4, .activity,
+                                                   of: OwnerValue(id: id, activityId: try r.string(row, 3) ?? ""), vault)
                 tokens[id.key, default: []].append(ActivityToken(
                     activityId: try r.string(row, 3) ?? "", userId: id.user, deviceId: id.device, token: token.token,
                     environment: token.environment, lastSeenAt: token.updatedAt, appId: id.app))

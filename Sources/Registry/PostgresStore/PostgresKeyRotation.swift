@@ -22,11 +22,12 @@ enum PostgresKeyRotation {
             last = key
             guard let kind = TokenKind(rawValue: UInt8(clamping: try r.int64(row, 3) ?? 0)),
                   let sealed = try r.bytes(row, 5), vault.keyID(of: sealed) != vault.ring.currentKeyID else { continue }
-            let token = try vault.open(sealed, kind)
+            let slot = TokenSlot(kind, try PostgresRows.holder(r, row, from: 0, activity: kind == .activity ? 4 : nil))
+            let token = try vault.open(sealed, in: slot)
             try connection.query("""
                 UPDATE registry_tokens SET sealed = $6
                 WHERE user_id = $1 AND app_id = $2 AND device_id = $3 AND kind = $4 AND activity_id = $5
-                """, key + [.bytea(vault.seal(token, kind))])
+                """, key + [.bytea(vault.seal(token, in: slot))])
             resealed += 1
         }
         return (resealed, r.rowCount, r.rowCount < max(1, batchSize) ? nil : last)

@@ -34,8 +34,9 @@ struct PostgresReads: RegistryReads {
         for row in 0..<r.rowCount {
             let id = RecordID(user: try r.string(row, 0) ?? "", app: try r.string(row, 1) ?? "", device: try r.string(row, 2) ?? "")
             let value = try PostgresRows.deviceValue(r, row, from: 3, activityCount: Int(try r.int64(row, 16) ?? 0))
-            let push = r.isNull(row, 10) ? nil : try PostgresRows.token(r, row, from: 10, .push, vault)
-            let start = r.isNull(row, 13) ? nil : try PostgresRows.token(r, row, from: 13, .pushToStart, vault)
+            let holder = OwnerValue(id: id, activityId: nil)
+            let push = r.isNull(row, 10) ? nil : try PostgresRows.token(r, row, from: 10, .push, of: holder, vault)
+            let start = r.isNull(row, 13) ? nil : try PostgresRows.token(r, row, from: 13, .pushToStart, of: holder, vault)
             records.append(PostgresRows.record(id, value, push: push, pushToStart: start))
         }
         return records
@@ -97,7 +98,8 @@ struct PostgresReads: RegistryReads {
             """, parameters)
         var tokens: [ActivityToken] = []
         for row in 0..<min(r.rowCount, pageSize) {
-            let token = try PostgresRows.token(r, row, from: 3, .activity, vault)
+            let holder = OwnerValue(id: try PostgresRows.holder(r, row, from: 0, activity: nil).id, activityId: activityId)
+            let token = try PostgresRows.token(r, row, from: 3, .activity, of: holder, vault)
             tokens.append(ActivityToken(activityId: activityId, userId: try r.string(row, 0) ?? "",
                                         deviceId: try r.string(row, 2) ?? "", token: token.token,
                                         environment: token.environment, lastSeenAt: token.updatedAt,

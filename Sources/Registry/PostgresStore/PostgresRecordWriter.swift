@@ -53,7 +53,7 @@ struct PostgresRecordWriter: RecordTransaction {
             """, Self.key(id))
         let tombstone = r.isNull(0, 7) ? nil : TombstoneValue(sequence: try PostgresRows.sequence(r, 0, 7) ?? 0,
                                                                deletedAt: Timestamp(milliseconds: try r.int64(0, 8) ?? 0))
-        let push = r.isNull(0, 9) ? nil : try PostgresRows.token(r, 0, from: 9, .push, vault)
+        let push = r.isNull(0, 9) ? nil : try PostgresRows.token(r, 0, from: 9, .push, of: OwnerValue(id: id, activityId: nil), vault)
         cache.remember(id, tombstone: tombstone, push: push)
         return r.isNull(0, 0) ? nil : try PostgresRows.deviceValue(r, 0, from: 0)
     }
@@ -71,17 +71,16 @@ struct PostgresRecordWriter: RecordTransaction {
         if kind == .push, let cached = cache.push(holder.id) { return cached }
         let r = try connection.query("SELECT sealed, environment, updated_at FROM registry_tokens WHERE \(Self.holderMatch)",
                                      Self.key(kind, holder))
-        return r.rowCount == 0 ? nil : try PostgresRows.token(r, 0, from: 0, kind, vault)
+        return r.rowCount == 0 ? nil : try PostgresRows.token(r, 0, from: 0, kind, of: holder, vault)
     }
 
     func owner(of token: String, _ kind: TokenKind) throws -> OwnerValue? {
         let r = try connection.query("""
             SELECT user_id, app_id, device_id, activity_id, sealed FROM registry_tokens WHERE owner_key = $1
             """, [.bytea(vault.ownerKey(token, kind))])
-        guard r.rowCount == 1, let sealed = try r.bytes(0, 4),
-              try vault.open(sealed, kind).utf8.elementsEqual(token.utf8) else { return nil }
-        let id = RecordID(user: try r.string(0, 0) ?? "", app: try r.string(0, 1) ?? "", device: try r.string(0, 2) ?? "")
-        return OwnerValue(id: id, activityId: kind == .activity ? try r.string(0, 3) : nil)
+        guard r.rowCount == 1, let sealed = try r.bytes(0, 4) else { return nil }
+        let owner = try PostgresRows.holder(r, 0, from: 0, activity: kind == .activity ? 3 : nil)
+        return try vault.open(sealed, in: TokenSlot(kind, owner)).utf8.elementsEqual(token.utf8) ? owner : nil
     }
 
     func deviceValues(of user: String, app: String) throws -> [(RecordID, DeviceValue)] {
@@ -113,8 +112,8 @@ struct PostgresRecordWriter: RecordTransaction {
         var value = value
         for row in 0..<r.rowCount {
             switch try r.int64(row, 0) {
-            case 1: push = try PostgresRows.token(r, row, from: 1, .push, vault)
-            case 2: pushToStart = try PostgresRows.token(r, row, from: 1, .pushToStart, vault)
+            case 1: push = try PostgresRows.token(r, row, from: 1, .push, of: OwnerValue(id: id, activityId: nil), vault)
+            case 2: pushToStart = try PostgresRows.token(r, row, from: 1, .pushToStart, of: OwnerValue(id: id, activityId: nil), vault)
             default: value.activityCount = Int(try r.int64(row, 3) ?? 0)
             }
         }
@@ -160,8 +159,9 @@ struct PostgresRecordWriter: RecordTransaction {
             case .pushToStart: counts.pushToStartTokens += 1
             case .activity: counts.activityTokens += 1
             }
-            try recordEvent(id, token.kind, activity: token.kind == .activity ? token.activity : nil, .removed,
-                            reason: reason, feedback: nil, token: try vault.open(token.sealed, token.kind))
+            let activity = token.kind == .activity ? token.activity : nil
+            try recordEvent(id, token.kind, activity: activity, .removed, reason: reason, feedback: nil,
+                            token: try vault.open(token.sealed, in: TokenSlot(token.kind, OwnerValue(id: id, activityId: activity))))
         }
         return counts
     }
@@ -194,7 +194,8 @@ struct PostgresRecordWriter: RecordTransaction {
             ON CONFLICT (user_id, app_id, device_id, kind, activity_id) DO UPDATE SET
                 sealed = EXCLUDED.sealed, owner_key = EXCLUDED.owner_key,
                 environment = EXCLUDED.environment, updated_at = EXCLUDED.updated_at
-            """, Self.key(kind, holder) + [.bytea(vault.seal(value.token, kind)), .bytea(vault.ownerKey(value.token, kind)),
+            """, Self.key(kind, holder) + [.bytea(vault.seal(value.token, in: TokenSlot(kind, holder))),
+                                           .bytea(vault.ownerKey(value.token, kind)),
                                            .text(value.environment.rawValue), .int64(value.updatedAt.milliseconds)])
         try recordEvent(holder.id, kind, activity: holder.activityId, old == nil ? .registered : .rotated,
                         reason: nil, feedback: nil, token: value.token)
@@ -225,7 +226,7 @@ struct PostgresRecordWriter: RecordTransaction {
                                      Self.key(kind, holder))
         guard r.rowCount == 1, let sealed = try r.bytes(0, 0) else { return false }
         try recordEvent(holder.id, kind, activity: holder.activityId, .removed, reason: reason, feedback: feedback,
-                        token: try vault.open(sealed, kind))
+                        token: try vault.open(sealed, in: TokenSlot(kind, holder)))
         return true
     }
 

@@ -86,6 +86,7 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         // Per schema: registries in two schemas of one database sweep independently.
         let schema = try connection.query("SELECT current_schema()").string(0, 0) ?? ""
         sweepLock = PostgresConnection.advisoryKey("registryd.sweep." + schema)
+        try PostgresTokenBinding.run(connection, vault, lock: PostgresConnection.advisoryKey("registryd.bind." + schema))
         apps = PostgresAppCatalog(declared: configuration.apps)
         try apps.storeDeclared(connection)
         pool = PostgresPool(connectionString: configuration.connectionString, size: max(1, configuration.poolSize),

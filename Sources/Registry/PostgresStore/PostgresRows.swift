@@ -41,14 +41,15 @@ enum PostgresRows {
         return value
     }
 
-    /// A token from (sealed, environment, updated_at) starting at `column`, opened.
-    static func token(_ r: PostgresResult, _ row: Int, from column: Int, _ kind: TokenKind,
+    /// `holder`'s token of `kind` from (sealed, environment, updated_at)
+    /// starting at `column`, opened in its slot.
+    static func token(_ r: PostgresResult, _ row: Int, from column: Int, _ kind: TokenKind, of holder: OwnerValue,
                       _ vault: TokenVault) throws -> TokenValue {
         guard let sealed = try r.bytes(row, column),
               let environment = APNsEnvironment(rawValue: try r.string(row, column + 1) ?? "") else {
             throw StoredValueError(what: "token row", reason: "no sealed value or an unknown environment")
         }
-        return TokenValue(token: try vault.open(sealed, kind), environment: environment,
+        return TokenValue(token: try vault.open(sealed, in: TokenSlot(kind, holder)), environment: environment,
                           updatedAt: Timestamp(milliseconds: try r.int64(row, column + 2) ?? 0))
     }
 
@@ -63,6 +64,14 @@ enum PostgresRows {
             },
             activityCount: value.activityCount, createdAt: value.createdAt, lastSeenAt: value.lastSeenAt,
             sequence: value.sequence, appId: id.app)
+    }
+
+    /// The holder a row's (user_id, app_id, device_id) and, for an activity
+    /// token, `activity_id` columns name, starting at `column`.
+    static func holder(_ r: PostgresResult, _ row: Int, from column: Int, activity activityColumn: Int?) throws -> OwnerValue {
+        OwnerValue(id: RecordID(user: try r.string(row, column) ?? "", app: try r.string(row, column + 1) ?? "",
+                                device: try r.string(row, column + 2) ?? ""),
+                   activityId: try activityColumn.map { try r.string(row, $0) ?? "" })
     }
 
     /// A `text[]` parameter in PostgreSQL's array literal syntax (every

@@ -77,6 +77,13 @@ enum PostgresSchema {
             );
             CREATE INDEX registry_history_at ON registry_history (at);
             """),
+        // Sealed values bound to their record (`TokenSlot`): the store seals
+        // the older ones again at open (`PostgresTokenBinding`); the version
+        // keeps a build that cannot open them from starting.
+        PostgresMigration(version: 2, sql: """
+            COMMENT ON COLUMN registry_tokens.sealed IS
+                'AES-256-GCM (TokenSealer format 2), bound to kind, user, app, device and activity';
+            """),
     ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
 
     /// The highest migration this build knows: a database migrated further
@@ -92,6 +99,8 @@ enum PostgresSchema {
         static let lastSweepAt = "lastSweepAt"
         /// The sealing key id a rotation announced: every node seals under it once it sees it.
         static let sealingKeyID = "sealingKeyID"
+        /// Present once every sealed value is bound to its record (`PostgresTokenBinding`).
+        static let sealedValuesBound = "sealedValuesBound"
     }
 
 }

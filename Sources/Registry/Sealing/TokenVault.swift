@@ -6,8 +6,10 @@ import TokenSealing
 /// above the storage engine (it knows tokens and kinds, not LMDB), so every
 /// store backend seals the same way.
 ///
-/// The token's kind is the sealing context: a sealed push token cannot be
-/// moved into a push-to-start slot (or an activity's) and open there.
+/// A sealed value is bound to its slot (`TokenSlot`: its kind and its
+/// record): it opens nowhere else. Values sealed before that binding
+/// (`TokenSealer` format 1, bound to their kind only) are opened only by the
+/// migration that seals them again (`openUnbound`).
 public struct TokenVault: Sendable {
     public let sealer: TokenSealer
 
@@ -17,21 +19,31 @@ public struct TokenVault: Sendable {
 
     public var ring: TokenKeyRing { sealer.ring }
 
-    /// The sealing and index context of each kind (its raw value as one
-    /// byte), made once: the read path opens two tokens per device.
+    /// The index context of each kind (its raw value as one byte), made
+    /// once: the read path computes owner keys often.
     private static let contexts: [[UInt8]] = (0...3).map { [UInt8($0)] }
 
-    func seal(_ token: String, _ kind: TokenKind) -> [UInt8] {
-        sealer.seal(Array(token.utf8), context: Self.contexts[Int(kind.rawValue)])
+    func seal(_ token: String, in slot: TokenSlot) -> [UInt8] {
+        sealer.seal(Array(token.utf8), context: slot.bytes)
     }
 
-    func open(_ sealed: some Collection<UInt8>, _ kind: TokenKind) throws -> String {
-        let context = Self.contexts[Int(kind.rawValue)]
+    func open(_ sealed: some Collection<UInt8>, in slot: TokenSlot) throws -> String {
+        try open(sealed, context: slot.bytes, format: TokenSealer.formatVersion)
+    }
+
+    /// A value sealed before values were bound to their record (format 1,
+    /// its kind as the context): only the migration that seals it again
+    /// opens one.
+    func openUnbound(_ sealed: some Collection<UInt8>, _ kind: TokenKind) throws -> String {
+        try open(sealed, context: Self.contexts[Int(kind.rawValue)], format: 1)
+    }
+
+    private func open(_ sealed: some Collection<UInt8>, context: [UInt8], format: UInt8) throws -> String {
         do {
             // Straight from the stored value's bytes, without copying them.
             let opened = try sealed.withContiguousStorageIfAvailable { bytes in
-                try sealer.open(UnsafeRawBufferPointer(bytes), context: context)
-            } ?? sealer.open(Array(sealed), context: context)
+                try sealer.open(UnsafeRawBufferPointer(bytes), context: context, format: format)
+            } ?? sealer.open(Array(sealed), context: context, format: format)
             guard let text = String(validating: opened, as: UTF8.self) else {
                 throw StoredValueError(what: "token", reason: "sealed bytes are not UTF-8")
             }
@@ -40,6 +52,12 @@ public struct TokenVault: Sendable {
             if case .unknownKey(let id) = error { throw UnknownSealingKey(keyID: id) }
             throw StoredValueError(what: "token", reason: "cannot be opened: \(error)")
         }
+    }
+
+    /// Whether `sealed` is a value sealed before values were bound to their
+    /// record (the migration seals those again).
+    func isUnbound(_ sealed: some Collection<UInt8>) -> Bool {
+        sealer.format(of: Array(sealed)) == 1
     }
 
     /// The key of `token`'s entry in `tokenOwners`: HMAC-SHA-256 of the token
@@ -58,8 +76,11 @@ public struct TokenVault: Sendable {
     /// recognised at open (a stored token that fails could be damage).
     func keyCheck() -> [UInt8] { sealer.seal(Self.checkText, context: [0]) }
 
+    /// A check value of either format (one recorded before values were
+    /// bound to their record is format 1).
     func opensKeyCheck(_ sealed: [UInt8]) -> Bool {
-        (try? sealer.open(sealed, context: [0])) == Self.checkText
+        guard let format = sealer.format(of: sealed) else { return false }
+        return (try? sealer.open(sealed, context: [0], format: format)) == Self.checkText
     }
 
     private static let checkText = Array("registryd sealing key check".utf8)

@@ -121,7 +121,7 @@ struct IndexChecker {
     /// not open (another key, tampering, damage) is a problem.
     private mutating func open(_ value: [UInt8], _ kind: TokenKind, _ key: [UInt8]) -> TokenValue? {
         do {
-            return try TokenValue(decoding: value, kind, read.vault)
+            return try TokenValue(decoding: value, in: TokenSlot(kind, key: key), read.vault)
         } catch {
             problem("\(kind) token \(describe(key)): sealed value does not open: \(error)")
             return nil

@@ -190,8 +190,9 @@ private struct Fixer {
     var read: RecordReader { writer.read }
     var vault: TokenVault { writer.vault }
 
-    private func tokenDecoder(_ kind: TokenKind) -> ([UInt8]) throws -> TokenValue {
-        { [vault] bytes in try TokenValue(decoding: bytes, kind, vault) }
+    /// Decodes the value stored under `key` in `kind`'s database (its slot).
+    private func tokenDecoder(_ kind: TokenKind, _ key: [UInt8]) -> ([UInt8]) throws -> TokenValue {
+        { [vault] bytes in try TokenValue(decoding: bytes, in: TokenSlot(kind, key: key), vault) }
     }
 
     private mutating func note(_ line: String) { report.note(line, lineLimit: lineLimit) }
@@ -242,7 +243,7 @@ private struct Fixer {
     mutating func activityToken(_ key: [UInt8]) throws {
         guard let (activity, id) = StoreKey.activityTokenParts(key) else { return unreadable("activity token key", key) }
         let token: TokenValue
-        switch try load(key, in: schema.activityTokens, tokenDecoder(.activity)) {
+        switch try load(key, in: schema.activityTokens, tokenDecoder(.activity, key)) {
         case .absent: return
         case .unreadable: return unreadable("activity token", key)
         case .value(let value): token = value
@@ -267,7 +268,7 @@ private struct Fixer {
     mutating func deviceToken(_ kind: TokenKind, _ key: [UInt8]) throws {
         guard let id = StoreKey.recordID(key) else { return unreadable("\(kindName(kind)) key", key) }
         let token: TokenValue
-        switch try load(key, in: schema.database(kind), tokenDecoder(kind)) {
+        switch try load(key, in: schema.database(kind), tokenDecoder(kind, key)) {
         case .absent: return
         case .unreadable: return unreadable(kindName(kind), key)
         case .value(let value): token = value
@@ -372,7 +373,7 @@ private struct Fixer {
         }
         let namedKey = read.tokenKey(kind, named)
         if namedKey == key { return }
-        if case .value(let other) = try load(namedKey, in: schema.database(kind), tokenDecoder(kind)),
+        if case .value(let other) = try load(namedKey, in: schema.database(kind), tokenDecoder(kind, namedKey)),
            other.token.utf8.elementsEqual(token.token.utf8) {
             let thisWins = other.updatedAt < token.updatedAt
             let (loserKey, loser) = thisWins ? (namedKey, named) : (key, owner)
@@ -419,7 +420,7 @@ private struct Fixer {
             return note("removed a malformed owner entry")
         }
         let holderKey = read.tokenKey(kind, owner)
-        switch try load(holderKey, in: schema.database(kind), tokenDecoder(kind)) {
+        switch try load(holderKey, in: schema.database(kind), tokenDecoder(kind, holderKey)) {
         case .unreadable: return
         case .value(let held) where vault.ownerKey(held.token, kind) == key: return
         case .absent, .value:
@@ -443,7 +444,7 @@ private struct Fixer {
         case .device:
             time = try timestamp(load(entry.recordKey, in: schema.devices, DeviceValue.init(decoding:)), \.lastSeenAt)
         case .activityToken:
-            time = try timestamp(load(entry.recordKey, in: schema.activityTokens, tokenDecoder(.activity)), \.updatedAt)
+            time = try timestamp(load(entry.recordKey, in: schema.activityTokens, tokenDecoder(.activity, entry.recordKey)), \.updatedAt)
         case .tombstone:
             time = try timestamp(load(entry.recordKey, in: schema.tombstones, TombstoneValue.init(decoding:)), \.deletedAt)
         case .history:

@@ -56,8 +56,9 @@ extension LMDBRegistryStore {
                     }
                     var count = 0
                     for (key, value) in entries where try TokenValue.sealingKeyID(of: value, writer.vault) != current {
-                        let token = try TokenValue(decoding: value, kind, writer.vault)
-                        try writer.txn.put(token.encoded(kind, writer.vault), for: key, in: db)
+                        let slot = TokenSlot(kind, key: key)
+                        let token = try TokenValue(decoding: value, in: slot, writer.vault)
+                        try writer.txn.put(token.encoded(in: slot, writer.vault), for: key, in: db)
                         count += 1
                     }
                     return (count, entries.count, resume)

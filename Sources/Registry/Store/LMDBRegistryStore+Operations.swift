@@ -96,7 +96,7 @@ extension LMDBRegistryStore {
                     more = true
                     return false
                 }
-                let token = try TokenValue(decoding: value, .activity, read.vault)
+                let token = try TokenValue(decoding: value, in: TokenSlot(.activity, key: key), read.vault)
                 tokens.append(ActivityToken(activityId: activityId, userId: parts.id.user, deviceId: parts.id.device,
                                             token: token.token, environment: token.environment,
                                             lastSeenAt: token.updatedAt, appId: try names.appId(parts.id.app, read.txn)))

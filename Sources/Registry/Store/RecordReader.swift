@@ -14,7 +14,7 @@ struct RecordReader {
     }
 
     func token(_ kind: TokenKind, _ key: [UInt8]) throws -> TokenValue? {
-        try txn.get(key, in: schema.database(kind)).map { try TokenValue(decoding: $0, kind, vault) }
+        try txn.get(key, in: schema.database(kind)).map { try TokenValue(decoding: $0, in: TokenSlot(kind, key: key), vault) }
     }
 
     func tombstone(_ id: RecordID) throws -> TombstoneValue? {
@@ -141,7 +141,7 @@ struct RecordReader {
     private func tokens(_ kind: TokenKind, _ prefix: [UInt8]) throws -> [(key: [UInt8], value: TokenValue)] {
         var found: [(key: [UInt8], value: TokenValue)] = []
         try txn.scan(schema.database(kind), prefix: prefix) { key, value in
-            found.append((key, try TokenValue(decoding: value, kind, vault)))
+            found.append((key, try TokenValue(decoding: value, in: TokenSlot(kind, key: key), vault)))
             return true
         }
         return found

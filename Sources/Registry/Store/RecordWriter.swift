@@ -83,7 +83,7 @@ struct RecordWriter: RecordTransaction {
     func putToken(_ kind: TokenKind, _ id: RecordID, _ value: TokenValue) throws {
         let key = id.key
         let old = try read.token(kind, key)
-        try txn.put(Self.refreshed(old, with: value).encoded(kind, vault), for: key, in: schema.database(kind))
+        try txn.put(Self.refreshed(old, with: value).encoded(in: TokenSlot(kind, key: key), vault), for: key, in: schema.database(kind))
         guard old?.token != value.token else { return }
         if let old { try deleteOwnerEntry(old.token, kind, pointingAt: key) }
         try txn.put(OwnerValue(id: id, activityId: nil).encoded(), for: vault.ownerKey(value.token, kind), in: schema.tokenOwners)
@@ -103,7 +103,7 @@ struct RecordWriter: RecordTransaction {
         let key = read.tokenKey(kind, holder)
         guard var stored = try read.token(kind, key) else { return }
         stored.environment = environment
-        try txn.put(stored.encoded(kind, vault), for: key, in: schema.database(kind))
+        try txn.put(stored.encoded(in: TokenSlot(kind, key: key), vault), for: key, in: schema.database(kind))
     }
 
     /// Removes a device-level token and its owner entry; false when there was none.
@@ -123,7 +123,8 @@ struct RecordWriter: RecordTransaction {
     func putActivityToken(_ activity: String, _ id: RecordID, _ value: TokenValue) throws {
         let key = StoreKey.activityToken(activity, id)
         let old = try read.token(.activity, key)
-        try txn.put(Self.refreshed(old, with: value).encoded(.activity, vault), for: key, in: schema.activityTokens)
+        try txn.put(Self.refreshed(old, with: value).encoded(in: TokenSlot(.activity, key: key), vault), for: key,
+                    in: schema.activityTokens)
         try moveExpiry(.activityToken, key, from: old?.updatedAt, to: value.updatedAt)
         if old == nil {
             try txn.put([], for: StoreKey.deviceActivity(id, activity), in: schema.deviceActivities)

@@ -26,7 +26,8 @@ struct Schema: Sendable {
     /// `SchemaMigration` brings an older environment up to it.
     /// 2: device values carry `activityCount`.
     /// 3: tokens sealed, owner index keyed by HMAC, app families, history.
-    static let version: UInt64 = 3
+    /// 4: sealed values bound to their slot (`TokenSlot`), not only their kind.
+    static let version: UInt64 = 4
 
     let devices: Database
     let pushTokens: Database

@@ -14,7 +14,13 @@ import LMDB
 /// old entries in the same transaction, so a migration stopped half-way (a
 /// crash) resumes at the next open where it stopped. Entries no record
 /// backs (an inconsistent schema 2 index) are dropped with the old
-/// databases at the end. The new version is written last.
+/// databases at the end.
+///
+/// 3 → 4: every sealed value is sealed again bound to its slot (its kind
+/// and the key it is stored under: `TokenSlot`), in bounded transactions;
+/// a value already bound is left alone, so a stopped migration resumes.
+///
+/// The new version is written last.
 struct SchemaMigration {
     let environment: Environment
     let schema: Schema
@@ -40,14 +46,46 @@ struct SchemaMigration {
             throw RegistryOpenError.schemaMismatch(found: found, expected: Schema.version)
         }
         guard found < Schema.version else { return false }
-        let legacy = try LegacySchema(environment)
-        if found < 2 { try countActivities(legacy) }
-        try moveToVersion3(legacy)
-        try environment.write { txn in
-            for db in legacy.all { try txn.empty(db) }
+        if found < 3 {
+            let legacy = try LegacySchema(environment)
+            if found < 2 { try countActivities(legacy) }
+            try moveToVersion3(legacy)
+            try environment.write { txn in
+                for db in legacy.all { try txn.empty(db) }
+            }
         }
-        try writeVersion(compactionPending: true)
+        // Values the move above wrote are bound already; this finds those of schema 3.
+        try bindSealedValues()
+        try writeVersion(compactionPending: found < 3)
         return true
+    }
+
+    /// Seals every value sealed bound to its kind only (schema 3) again,
+    /// bound to its slot, `batchSize` values per transaction.
+    private func bindSealedValues() throws {
+        for kind in TokenKind.allCases {
+            let db = schema.database(kind)
+            var resume: [UInt8]? = []
+            while let start = resume {
+                resume = try environment.write { txn -> [UInt8]? in
+                    var batch: [([UInt8], [UInt8])] = []
+                    var next: [UInt8]?
+                    try txn.scan(db, from: start.isEmpty ? nil : start) { key, value in
+                        if batch.count == batchSize {
+                            next = key
+                            return false
+                        }
+                        batch.append((key, value))
+                        return true
+                    }
+                    for (key, value) in batch where vault.isUnbound(try TokenValue.sealed(in: value)) {
+                        let token = try TokenValue(decodingUnbound: value, kind, vault)
+                        try txn.put(token.encoded(in: TokenSlot(kind, key: key), vault), for: key, in: db)
+                    }
+                    return next
+                }
+            }
+        }
     }
 
     /// The new version, with (after a migration from plaintext tokens) the

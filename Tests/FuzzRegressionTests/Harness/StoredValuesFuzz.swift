@@ -23,8 +23,9 @@ enum StoredValuesFuzz {
             check.expect((try? DeviceValue(decoding: value.encoded())) == value, "device value does not round-trip: \(bytes)")
         }
         for kind in TokenKind.allCases {
-            if let value = try? TokenValue(decoding: bytes, kind, vault) {
-                check.expect((try? TokenValue(decoding: value.encoded(kind, vault), kind, vault)) == value,
+            let slot = TokenSlot(kind, key: StoreKey.parts("user", "0", "device"))
+            if let value = try? TokenValue(decoding: bytes, in: slot, vault) {
+                check.expect((try? TokenValue(decoding: value.encoded(in: slot, vault), in: slot, vault)) == value,
                              "token value does not round-trip: \(bytes)")
             }
         }
