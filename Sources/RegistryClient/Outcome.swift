@@ -14,7 +14,10 @@ enum Outcome: Sendable, Equatable {
     case unauthenticated
     /// `409 stale_write`: the server holds a write with a higher sequence.
     case stale
-    /// Any other 4xx: sending the same state again would fail the same way.
+    /// Any other 4xx, or a 3xx: sending the same state again would fail the
+    /// same way. `URLSessionTransport` never follows a redirect, so one is
+    /// a misconfigured base URL or a server pointing elsewhere, and retrying
+    /// with backoff would only be redirected again.
     case rejected(status: Int)
 
     init(_ response: RegistryResponse, now: Date) {

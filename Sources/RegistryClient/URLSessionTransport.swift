@@ -4,6 +4,13 @@ import FoundationNetworking
 #endif
 
 /// The default transport: `URLSession` against the registry's base URL.
+///
+/// It sends only where it was pointed: the base URL must be `https` (plain
+/// `http` only to this machine, for development and tests), and a redirect
+/// is never followed. Following one would send the request again, body and
+/// perhaps `Authorization` with it, wherever the answer says; instead the
+/// 3xx answer is returned as it came, and the queue treats it as a refusal
+/// of that payload (`Outcome.rejected`), not as a failure to retry.
 public struct URLSessionTransport: RegistryTransport {
     public let baseURL: URL
     public let session: URLSession
@@ -13,9 +20,15 @@ public struct URLSessionTransport: RegistryTransport {
     /// request paths are appended to it. The timeout is short because a
     /// request that hangs holds up every later one for its session, and a
     /// timed-out write that lands late is refused by its sequence anyway.
-    public init(baseURL: URL, session: URLSession = .shared, timeout: TimeInterval = 30) {
+    /// The transport makes its own session, whose delegate refuses
+    /// redirects (a per-request delegate is not consulted on Linux): one
+    /// shared by every transport for the default `configuration`, else a
+    /// new one, kept for the process's life.
+    public init(baseURL: URL, configuration: URLSessionConfiguration? = nil,
+                timeout: TimeInterval = 30) throws(InsecureBaseURL) {
+        guard Self.isSecure(baseURL) else { throw InsecureBaseURL(baseURL: baseURL) }
         self.baseURL = baseURL
-        self.session = session
+        session = configuration.map(Self.makeSession) ?? Self.sharedSession
         self.timeout = timeout
     }
 

@@ -79,8 +79,17 @@ public final class RegistryApplication: HTTPApplication {
     /// The endpoint's handler bound to this call: inline for reads the store serves without
     /// waiting, suspending for other reads and for writes.
     /// The body is within the row's limit: the server reads at most `readBody`'s `maxBytes`.
-    private func handler(for match: Router.Match, credential: Credential) -> RequestHandler {
+    /// A credential of another surface's kind answers 401 and runs nothing: admission
+    /// never hands one over, and this keeps a slip there from reaching anyone's data.
+    func handler(for match: Router.Match, credential: Credential) -> RequestHandler {
         let label = match.endpoint.label
+        guard match.endpoint.surface.admits(credential) else {
+            return .inline { [self] request in
+                let response = APIError.unauthenticated("Authorization: this route needs a credential of its own kind").response
+                finish(request, label: label, response, started: .now)
+                return response
+            }
+        }
         switch match.endpoint.handler {
         case .read(let read):
             if let reads = store.inlineReads {

@@ -2,7 +2,7 @@ import Foundation
 
 /// A libpq connection string as `--postgres-url` gives it (a
 /// `postgresql://` URI, or `key=value` pairs), read only as far as needed to
-/// keep its password out of logs and error messages. libpq parses it when
+/// keep its passwords out of logs and error messages. libpq parses it when
 /// connecting; the rules here follow its parser (`fe-connect.c`).
 struct ConnectionString: Sendable {
     let text: String
@@ -30,9 +30,9 @@ struct ConnectionString: Sendable {
     }
 
     /// The string with every password replaced by `***`: a URI's
-    /// `user:password@` and `password=` query parameter, a `password=`
-    /// pair. A string whose pairs do not read hides everything after the
-    /// first `password`.
+    /// `user:password@`, and every query parameter or pair whose name holds
+    /// `password` (`password`, `sslpassword`, any case). A string whose
+    /// pairs do not read hides everything after the first `password`.
     var redacted: String {
         if let body = uriBody {
             // As libpq reads it: the user information first, then the rest up to `?`, then the query.
@@ -46,7 +46,7 @@ struct ConnectionString: Sendable {
             result += rest[..<question]
             let query = rest[rest.index(after: question)...]
             let parameters = query.split(separator: "&", omittingEmptySubsequences: false).map { parameter in
-                guard let equals = parameter.firstIndex(of: "="), Self.decoded(parameter[..<equals]) == "password" else {
+                guard let equals = parameter.firstIndex(of: "="), Self.isPassword(Self.decoded(parameter[..<equals])) else {
                     return String(parameter)
                 }
                 return parameter[...equals] + "***"
@@ -54,11 +54,11 @@ struct ConnectionString: Sendable {
             return result + "?" + parameters.joined(separator: "&")
         }
         guard let pairs = Self.pairs(text) else {
-            guard let end = text.range(of: "password")?.upperBound else { return text }
+            guard let end = text.range(of: "password", options: .caseInsensitive)?.upperBound else { return text }
             return text[..<end] + "=***"
         }
         var result = "", copied = text.startIndex
-        for pair in pairs where pair.key == "password" {
+        for pair in pairs where Self.isPassword(pair.key) {
             result += text[copied..<pair.value.lowerBound] + "***"
             copied = pair.value.upperBound
         }
@@ -82,16 +82,24 @@ struct ConnectionString: Sendable {
             }
             if let question = rest.firstIndex(of: "?") {
                 for parameter in rest[rest.index(after: question)...].split(separator: "&") {
-                    if let equals = parameter.firstIndex(of: "="), Self.decoded(parameter[..<equals]) == "password" {
+                    if let equals = parameter.firstIndex(of: "="), Self.isPassword(Self.decoded(parameter[..<equals])) {
                         found.append(parameter[parameter.index(after: equals)...])
                     }
                 }
             }
             found += found.map { Substring(Self.decoded($0)) }
         } else {
-            found = (Self.pairs(text) ?? []).filter { $0.key == "password" }.map { text[$0.value] }
+            found = (Self.pairs(text) ?? []).filter { Self.isPassword($0.key) }.map { text[$0.value] }
         }
         return Set(found.filter { !$0.isEmpty }.map(String.init)).sorted { $0.count > $1.count }
+    }
+
+    /// Whether a parameter holds a secret: `password`, and any other whose
+    /// name holds it (`sslpassword`, the client key's passphrase), in any
+    /// case, so a parameter libpq adds later is hidden too. A name libpq
+    /// does not know is refused by it, but its value is hidden all the same.
+    private static func isPassword(_ name: some StringProtocol) -> Bool {
+        name.range(of: "password", options: .caseInsensitive) != nil
     }
 
     /// Where a URI's part after `postgresql://` or `postgres://` starts.

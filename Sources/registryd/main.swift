@@ -1,5 +1,13 @@
 import Foundation
 
+// Before anything else, for every subcommand: a core dump would hold the secrets (CoreDumps.swift).
+do {
+    try CoreDumps.forbid()
+} catch {
+    Command.printError("registryd: \(error)")
+    exit(1)
+}
+
 // registryd [SUBCOMMAND] [FLAGS]; `serve` is the default (`registryd --help` lists them).
 let arguments = Array(CommandLine.arguments.dropFirst())
 let subcommand: String

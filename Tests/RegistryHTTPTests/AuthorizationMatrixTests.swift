@@ -44,7 +44,7 @@ import Testing
     ]
 
     /// alice's d1 with a push token, a push-to-start token and an activity token.
-    private func loadAlice(_ h: Harness) async {
+    func loadAlice(_ h: Harness) async {
         #expect(await h.register("d1", user: "alice", #""pushToken": "\#(token(1))", "sequence": 3"#).status == 201)
         #expect(await h.send("POST", "/v1/devices/push-to-start-token",
                              body: #"{"deviceId": "d1", "token": "\#(token(2))"}"#, as: .user("alice")).status == 200)
@@ -65,7 +65,7 @@ import Testing
     }
 
     /// Everything the sender can see of alice: her devices, and her entries in m1's fan-out.
-    private func aliceAsStored(_ h: Harness) async -> [JSONValue] {
+    func aliceAsStored(_ h: Harness) async -> [JSONValue] {
         let devices = await h.send("GET", "/internal/v1/users/alice/devices", as: .apiKey).json
         let fanOut = await h.send("GET", "/internal/v1/activities/m1/tokens", as: .apiKey).json["tokens"]?.array ?? []
         return [devices] + fanOut.filter { $0["userId"]?.string == "alice" }

@@ -49,11 +49,18 @@ extension ExecutableTests {
 
     /// A password in the URL never reaches a message, whether the URL is a
     /// URI (user:password@, password=) or key=value pairs, and even when
-    /// libpq's own message would quote it (a bad %-escape).
+    /// libpq's own message would quote it (a bad %-escape). Any parameter
+    /// whose name holds "password" in any case (sslpassword, the client
+    /// key's passphrase) counts as one.
     @Test(arguments: [
         "postgresql://registry:\(password)@127.0.0.1:1/registry",
         "postgresql://registry@127.0.0.1:1/registry?password=\(password)&connect_timeout=2",
         "host=127.0.0.1 port=1 password='\(password)' dbname=registry",
+        "postgresql://registry@127.0.0.1:1/registry?sslpassword=\(password)&connect_timeout=2",
+        "postgresql://registry@127.0.0.1:1/registry?connect_timeout=2&SSLPassword=\(password)",
+        "postgresql://registry@127.0.0.1:1/registry?ssl%70assword=\(password)",
+        "host=127.0.0.1 port=1 sslpassword=\(password) dbname=registry",
+        "host=127.0.0.1 port=1 SslPassWord = '\(password) x' dbname=registry",
         "postgresql://registry:\(password)%zz@127.0.0.1:1/registry",
         // libpq reads user information up to the first '@' before a '/', even past a '?'.
         "postgresql://127.0.0.1:1?sslmode=disable&x:\(password)@localhost:1",

@@ -54,9 +54,12 @@ import FoundationNetworking
         var port = 0
         var log = ""
 
-        init(arguments: [String], directory: String, environment: [String: String]? = nil) throws {
-            process.executableURL = URL(fileURLWithPath: ExecutableTests.binary)
-            process.arguments = ["serve", "--listen", "127.0.0.1:0"] + arguments
+        /// `launcher`, when given, is a command that execs `registryd`
+        /// (`prlimit … --`, `setpriv …`), so the process is still the server.
+        init(arguments: [String], directory: String, environment: [String: String]? = nil, launcher: [String] = []) throws {
+            let command = launcher + [ExecutableTests.binary, "serve", "--listen", "127.0.0.1:0"] + arguments
+            process.executableURL = URL(fileURLWithPath: command[0])
+            process.arguments = Array(command.dropFirst())
             process.currentDirectoryURL = URL(fileURLWithPath: directory)
             if let environment { process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a } }
             process.standardError = stderr

@@ -9,7 +9,9 @@ import Registry
 /// signed credential is 401; a *valid* credential of the wrong kind (a device
 /// JWT on `/internal`, the API key on `/v1`) is 403. The API key is compared
 /// in constant time; JWT verification is cached inside `JWTVerifier`, so
-/// RS256/ES256 cost is paid once per token.
+/// RS256/ES256 cost is paid once per token. An open route is `.anonymous`
+/// without a look at `Authorization`: no credential is checked there, so
+/// none is granted.
 public struct Authenticator: Sendable {
     public let verifier: JWTVerifier
     private let apiKey: [UInt8]
@@ -22,7 +24,7 @@ public struct Authenticator: Sendable {
     }
 
     func authenticate(_ headers: HTTPHeaders, for surface: Endpoint.Surface) -> Result<Credential, APIError> {
-        guard surface != .open else { return .success(.operatorKey) }
+        guard surface != .open else { return .success(.anonymous) }
         guard let header = headers["Authorization"] else {
             return .failure(.unauthenticated("Authorization header is missing"))
         }
@@ -41,7 +43,7 @@ public struct Authenticator: Sendable {
             if isAPIKey { return .failure(.forbidden("the internal API key cannot call the device API")) }
             return verifyDevice(token).map { .device(userId: $0) }
         case .open:
-            return .success(.operatorKey)
+            return .success(.anonymous)
         }
     }
 

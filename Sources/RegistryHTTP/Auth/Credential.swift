@@ -4,4 +4,8 @@ public enum Credential: Hashable, Sendable {
     case device(userId: String)
     /// The internal API key (the push sender, operators, Prometheus).
     case operatorKey
+    /// No credential was asked for: the open routes (`/healthz`,
+    /// `/openapi.json`), which read no one's data. Whatever the request
+    /// carries in `Authorization` is not looked at, so it gains nothing.
+    case anonymous
 }

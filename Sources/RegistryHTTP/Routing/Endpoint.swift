@@ -14,6 +14,16 @@ struct Endpoint: Sendable {
         /// `/healthz`, `/openapi.json`: anyone.
         case open
 
+        /// Whether a handler on this surface may run with `credential`:
+        /// each surface takes its own kind only, so a handler never sees a
+        /// caller admission would have refused.
+        func admits(_ credential: Credential) -> Bool {
+            switch (self, credential) {
+            case (.device, .device), (.internal, .operatorKey), (.open, .anonymous): true
+            default: false
+            }
+        }
+
         /// API.md's body limit: 16 KiB on the device API, 1 MiB on the
         /// internal API. It bounds every request on the surface, so a
         /// bodiless route still refuses a large declared body with 413.
@@ -83,9 +93,9 @@ struct Call: Sendable {
 
     var endpoint: Endpoint { match.endpoint }
 
-    /// The caller's user on the device API (the JWT's `sub`). Admission
-    /// gives every device-surface call a device credential, so the empty
-    /// fallback is never reached by a device handler.
+    /// The caller's user on the device API (the JWT's `sub`). A device
+    /// handler runs only with a device credential (`Surface.admits`), so
+    /// the empty fallback is never reached by one.
     var userId: String {
         if case .device(let userId) = credential { return userId }
         return ""
