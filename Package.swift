@@ -40,6 +40,8 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
+        // glibc's own headers (no package): what the Glibc module does not import.
+        .systemLibrary(name: "CGlibcExtras"),
 
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "Codecs"),
@@ -55,7 +57,7 @@ let package = Package(
                 // (served by `GET /openapi.json`; no resource bundle beside the executable).
                 resources: [.embedInCode("OpenAPI/openapi.json")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "Registry", "HTTPServer", "JWT", "JSON", "TokenSealing",
-                                                            "Lifecycle", "Codecs", "Postgres"]),
+                                                            "Lifecycle", "Codecs", "Postgres", "CGlibcExtras"]),
         .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["Registry", "LMDB", "COpenSSL", "Codecs", "TokenSealing"], path: "Sources/registry-bench"),
 

@@ -1,3 +1,4 @@
+import CGlibcExtras
 import Glibc
 
 /// Turns core dumps off for the whole process before anything reads a
@@ -22,21 +23,8 @@ enum CoreDumps {
         guard setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none) == 0 else {
             throw Failure(description: "cannot set the core size limit to 0: \(String(cString: strerror(errno)))")
         }
-        guard let prctl = prctl, prctl(setDumpable, 0, 0, 0, 0) == 0 else {
+        guard registryd_set_dumpable(0) == 0 else {
             throw Failure(description: "cannot turn core dumps off (prctl PR_SET_DUMPABLE): \(String(cString: strerror(errno)))")
         }
-    }
-
-    /// `PR_SET_DUMPABLE` from `<sys/prctl.h>`, which Glibc's module does not include.
-    private static let setDumpable: Int32 = 4
-
-    /// `prctl` is C-variadic, so Swift does not import it: it is looked up
-    /// and called with five word-sized arguments, the way glibc reads them.
-    /// On x86_64 and arm64 Linux a variadic call passes integers in the same
-    /// registers as this non-variadic one.
-    private typealias Prctl = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
-
-    private static var prctl: Prctl? {
-        dlsym(nil, "prctl").map { unsafeBitCast($0, to: Prctl.self) }
     }
 }
