@@ -60,6 +60,36 @@ public enum TokenKeyFile {
         try syncDirectory(directory, for: path)
     }
 
+    /// Replaces the existing key file at `path` with `ring` (atomically),
+    /// keeping the old file's owner, group and mode: the server that reads
+    /// it (a dedicated user, e.g. systemd's `DynamicUser`) must still be
+    /// able to read the new file when an operator writes it as root. A
+    /// caller that could not give the new file that owner (neither root nor
+    /// the owner) is refused, naming the owner to run as, before anything
+    /// is written. Throws `.missing` when there is no file to replace.
+    public static func replace(_ ring: TokenKeyRing, at path: String) throws(TokenKeyFileError) {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw .init(errno == ENOENT ? .missing : .unreadable, path, "cannot stat: \(lastError())")
+        }
+        let me = geteuid()
+        guard me == 0 || me == status.st_uid else {
+            throw .init(.unwritable, path, "the file is owned by \(userName(status.st_uid)); written by \(userName(me)), "
+                                           + "its server could no longer read it: run as \(userName(status.st_uid)) or as root")
+        }
+        let (directory, temporary) = try prepareTemporary(for: path, contents: render(ring), mode: status.st_mode & 0o777,
+                                                          owner: (status.st_uid, status.st_gid))
+        defer { unlink(temporary) }
+        guard rename(temporary, path) == 0 else { throw .init(.unwritable, path, "cannot rename the new file into place: \(lastError())") }
+        try syncDirectory(directory, for: path)
+    }
+
+    /// "user NAME (uid N)", or "uid N" when the name is unknown.
+    private static func userName(_ uid: uid_t) -> String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
+        return "user \(String(cString: name)) (uid \(uid))"
+    }
+
     /// The ring in `path`, or on a first start (no file) a generated one
     /// (`TokenKeyRing.generate()`) written there; `created` tells which, so
     /// the caller can log it. A file that exists is only ever read: if it is
@@ -238,10 +268,12 @@ public enum TokenKeyFile {
     }
 
     /// Creates the directory of `path` (0700) when missing, writes
-    /// `contents` to a new temporary file beside `path` (0600) and fsyncs it.
-    /// Answers the directory and the temporary file's path; the caller
-    /// renames or links it into place and unlinks it.
-    private static func prepareTemporary(for path: String, contents: String) throws(TokenKeyFileError)
+    /// `contents` to a new temporary file beside `path` (`mode`, and
+    /// `owner` when given) and fsyncs it. Answers the directory and the
+    /// temporary file's path; the caller renames or links it into place and
+    /// unlinks it.
+    private static func prepareTemporary(for path: String, contents: String, mode: mode_t = 0o600,
+                                         owner: (uid: uid_t, gid: gid_t)? = nil) throws(TokenKeyFileError)
         -> (directory: String, temporary: String) {
         let (directory, name) = split(path)
         try createDirectory(directory, for: path)
@@ -253,8 +285,11 @@ public enum TokenKeyFile {
         var written = 0
         let bytes = Array(contents.utf8)
         let failure: String? = bytes.withUnsafeBytes { buffer in
-            // The umask may have narrowed the mode, never widened it; 0600 exactly.
-            guard fchmod(fd, 0o600) == 0 else { return "cannot chmod: \(lastError())" }
+            // The umask may have narrowed the mode, never widened it; `mode` exactly.
+            guard fchmod(fd, mode) == 0 else { return "cannot chmod: \(lastError())" }
+            if let owner, fchown(fd, owner.uid, owner.gid) != 0 {
+                return "cannot give it owner uid \(owner.uid), gid \(owner.gid): \(lastError())"
+            }
             while written < buffer.count {
                 let count = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
                 if count < 0 {

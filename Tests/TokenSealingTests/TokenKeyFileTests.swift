@@ -101,6 +101,33 @@ import Testing
         }
     }
 
+    /// A rotation run as root beside a server running as its own user
+    /// (systemd's DynamicUser): the new file keeps the old one's owner,
+    /// group and mode, so the server can still read it.
+    @Test(.enabled(if: geteuid() == 0, "changing a file's owner needs root"))
+    func replaceKeepsTheOldFilesOwnerGroupAndMode() throws {
+        try withTemporaryDirectory { root in
+            let path = root + "/token-keys"
+            let first = try TokenKeyRing.generate()
+            try TokenKeyFile.write(first, to: path)
+            #expect(chown(path, 65534, 65534) == 0 && chmod(path, 0o640) == 0)
+            let second = try first.addingRandomKey()
+            try TokenKeyFile.replace(second, at: path)
+            var status = stat()
+            #expect(stat(path, &status) == 0)
+            #expect(status.st_uid == 65534 && status.st_gid == 65534 && status.st_mode & 0o777 == 0o640)
+            #expect(try TokenKeyFile.load(path: path, allowGroupOrOtherAccess: true) == second)
+            #expect(list(root) == ["token-keys"])
+        }
+    }
+
+    @Test func replaceNeedsAFileToReplace() throws {
+        try withTemporaryDirectory { root in
+            #expect(throws: TokenKeyFileError.self) { try TokenKeyFile.replace(try TokenKeyRing.generate(), at: root + "/none") }
+            #expect(list(root) == [])
+        }
+    }
+
     @Test func loadOrGenerateGeneratesOnceThenLoads() throws {
         try withTemporaryDirectory { root in
             let path = root + "/secrets/token-keys"
