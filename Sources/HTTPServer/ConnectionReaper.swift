@@ -22,13 +22,10 @@ final class ConnectionReaper: Service {
     private let table = Mutex<[TrackedConnection]>([])
     private let interval: Duration
     private let cut = Atomic<Int>(0)
-    private let stopping = Mutex(false)
-    private let wakeup = NSCondition()
-    private let finished = DispatchSemaphore(value: 0)
-    private let started = Mutex(false)
+    private let thread = Mutex<PeriodicThread?>(nil)
 
     init(scanInterval: Duration) {
-        interval = max(.milliseconds(1), scanInterval)
+        interval = scanInterval
     }
 
     /// Connections cut at a deadline since start.
@@ -75,45 +72,19 @@ final class ConnectionReaper: Service {
     var name: String { "http-reaper" }
 
     /// Starts the scanning thread. Idempotent.
-    func start() {
-        let first = started.withLock { started -> Bool in
-            defer { started = true }
-            return !started
-        }
-        guard first else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
-    }
+    func start() { periodic.start() }
 
     /// Wakes the thread and waits for it to end. Idempotent; safe before `start`.
-    func stop() {
-        let wasRunning = started.withLock { $0 }
-        let first = stopping.withLock { stopping -> Bool in
-            defer { stopping = true }
-            return !stopping
-        }
-        wakeup.lock()
-        wakeup.broadcast()
-        wakeup.unlock()
-        if wasRunning && first { finished.wait() }
-    }
+    func stop() { periodic.stop() }
 
-    private func run() {
-        while waitInterval() {
-            cutOverdue()
+    /// The scanning thread, made on first use (it needs `self`, weakly: the
+    /// reaper owns it).
+    private var periodic: PeriodicThread {
+        thread.withLock { thread in
+            if let thread { return thread }
+            let made = PeriodicThread(name: name, interval: interval) { [weak self] in self?.cutOverdue() }
+            thread = made
+            return made
         }
-        finished.signal()
-    }
-
-    /// Sleeps one interval; `false` when stopped meanwhile.
-    private func waitInterval() -> Bool {
-        let deadline = Date().addingTimeInterval(interval / .seconds(1))
-        wakeup.lock()
-        defer { wakeup.unlock() }
-        while !stopping.withLock({ $0 }) {
-            if !wakeup.wait(until: deadline) { return !stopping.withLock { $0 } }
-        }
-        return false
     }
 }

@@ -10,74 +10,47 @@ import Synchronization
 /// progress (it ends between two bounded steps, so shutdown never waits for
 /// a whole backlog) and waits for the thread.
 public final class Sweeper: Service {
-    private let store: any RegistryStore
-    private let interval: Duration
-    private let report: @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void
-    /// Set by `stop`; the running sweep's task, cancelled by `stop`.
-    private let control = Mutex<(stopping: Bool, sweep: Task<Void, Never>?)>((false, nil))
-    private let wakeup = NSCondition()
-    private let finished = DispatchSemaphore(value: 0)
-    private let started = Mutex(false)
+    private let thread: PeriodicThread
 
     /// - Parameter interval: from the end of one sweep to the start of the next (at least a millisecond).
     public init(store: any RegistryStore, interval: Duration,
                 report: @escaping @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void) {
-        self.store = store
-        self.interval = max(.milliseconds(1), interval)
-        self.report = report
-    }
-
-    public var name: String { "registry-sweeper" }
-
-    /// Starts the thread; the first sweep comes one interval later. Idempotent.
-    public func start() {
-        let first = started.withLock { s -> Bool in
-            defer { s = true }
-            return !s
-        }
-        guard first else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
-    }
-
-    /// Idempotent; safe before `start`.
-    public func stop() {
-        let wasRunning = started.withLock { $0 }
-        let first = control.withLock { c -> Bool in
-            defer { c.stopping = true }
-            c.sweep?.cancel()
-            return !c.stopping
-        }
-        wakeup.lock()
-        wakeup.broadcast()
-        wakeup.unlock()
-        if wasRunning && first { finished.wait() }
-    }
-
-    private func run() {
-        while waitInterval() {
+        let running = RunningSweep()
+        thread = PeriodicThread(name: "registry-sweeper", interval: interval, interrupt: { running.cancel() }) {
             let begin = ContinuousClock.now
-            let result = Blocking.result(started: { task in
-                control.withLock { c in
-                    c.sweep = task
-                    if c.stopping { task.cancel() }
-                }
-            }) { [store] in try await store.sweep(dryRun: false) }
-            control.withLock { $0.sweep = nil }
+            let result = Blocking.result(started: { running.began($0) }) { try await store.sweep(dryRun: false) }
+            running.ended()
             report(result, (ContinuousClock.now - begin).inSeconds)
         }
-        finished.signal()
     }
 
-    /// Sleeps one interval; `false` when stopped meanwhile.
-    private func waitInterval() -> Bool {
-        let deadline = Date().addingTimeInterval(interval / .seconds(1))
-        wakeup.lock()
-        defer { wakeup.unlock() }
-        while !control.withLock({ $0.stopping }) {
-            if !wakeup.wait(until: deadline) { return !control.withLock { $0.stopping } }
+    public var name: String { thread.name }
+
+    /// Starts the thread; the first sweep comes one interval later. Idempotent.
+    public func start() { thread.start() }
+
+    /// Idempotent; safe before `start`.
+    public func stop() { thread.stop() }
+}
+
+/// The task of the sweep in progress, so `stop` can cancel it (it ends
+/// between two bounded steps); once cancelled, a sweep starting is too.
+private final class RunningSweep: Sendable {
+    private let state = Mutex<(cancelled: Bool, task: Task<Void, Never>?)>((false, nil))
+
+    func began(_ task: Task<Void, Never>) {
+        state.withLock { state in
+            state.task = task
+            if state.cancelled { task.cancel() }
         }
-        return false
+    }
+
+    func ended() { state.withLock { $0.task = nil } }
+
+    func cancel() {
+        state.withLock { state in
+            state.cancelled = true
+            state.task?.cancel()
+        }
     }
 }
