@@ -211,14 +211,24 @@ public final class PostgresConnection {
     /// `PostgresPool.transaction` retries.
     public func transaction<T>(isolation: PostgresIsolation = .serializable,
                                _ body: (PostgresConnection) throws -> T) throws -> T {
+        try transaction(isolation: isolation, opening: nil) { connection, _ in try body(connection) }
+    }
+
+    /// `transaction(isolation:_:)` whose first statement, `opening` (no
+    /// parameters), is sent with BEGIN in one round trip (the simple query
+    /// protocol); `body` gets its result. Under REPEATABLE READ or
+    /// SERIALIZABLE that statement takes the transaction's snapshot.
+    public func transaction<T>(isolation: PostgresIsolation, opening: String?,
+                               _ body: (PostgresConnection, PostgresResult?) throws -> T) throws -> T {
         guard transactionStatus == .idle else {
             throw PostgresError(kind: .invalidParameter,
                                 message: "transaction() on a connection that is not idle (\(transactionStatus))")
         }
-        try query("BEGIN ISOLATION LEVEL \(isolation.rawValue)")
         let value: T
         do {
-            value = try body(self)
+            let begin = "BEGIN ISOLATION LEVEL \(isolation.rawValue)"
+            let opened = try opening.map { try executeScript(begin + "; " + $0) } ?? query(begin)
+            value = try body(self, opening == nil ? nil : opened)
         } catch {
             rollbackQuietly()
             throw error

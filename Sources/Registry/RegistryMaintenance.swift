@@ -1,3 +1,5 @@
+import TokenSealing
+
 /// What `registryd`'s operator commands ask of a store beyond the contract
 /// (export, import, check, token key rotation), on every backend: `export`
 /// from one backend piped into `import` on another is how a registry moves
@@ -20,9 +22,26 @@ public protocol RegistryMaintenance: RegistryStore {
     /// entries visited so far, on the caller's task.
     func check(limit: Int, progress: ((_ entriesDone: Int) -> Void)?) async throws -> [String]
 
-    /// Records the current sealing key as the one every node and process
-    /// seals under from now on (a rotation's first step).
+    // MARK: Token key rotation (`TokenKeyRotation` drives these)
+
+    /// Takes the registry's rotation lock, or throws
+    /// `KeyRotationError.inProgress` naming the holder. Blocks its thread
+    /// (call it from a plain thread).
+    func lockKeyRotation() throws -> any KeyRotationLock
+
+    /// Checks `ring` against the registry (its index key; every sealing key
+    /// the registry recorded opens its check value), then seals under its
+    /// current key. Throws `RegistryOpenError.wrongTokenKeys` otherwise.
+    func useSealingKeys(_ ring: TokenKeyRing) async throws
+
+    /// Records the current sealing key (and its check value) as the one
+    /// every node and process seals under from now on. Once this returns,
+    /// no write anywhere seals under an older key: each reloads its key
+    /// file first, or refuses to seal.
     func announceSealingKey() async throws
+
+    /// The running servers (nodes) and the keys they hold.
+    func sealingKeyHolders() async throws -> [SealingKeyHolder]
 
     /// How many stored tokens each sealing key id seals.
     func sealingKeyUsage() async throws -> [UInt8: Int]
@@ -30,6 +49,10 @@ public protocol RegistryMaintenance: RegistryStore {
     /// Re-seals every token not sealed under the current key, in bounded
     /// transactions; returns how many were re-sealed.
     func resealTokens(batchSize: Int, progress: ((_ visited: Int) -> Void)?) async throws -> Int
+
+    /// Forgets keys no stored token uses any more (their check values), so
+    /// that opening the registry no longer requires them.
+    func forgetSealingKeys(_ ids: [UInt8]) async throws
 
     /// Stops the store (final commits, connections closed). Idempotent.
     func shutdown()

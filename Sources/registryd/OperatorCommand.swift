@@ -13,6 +13,9 @@ protocol OperatorCommand: Subcommand {
     static func checkSupported(_ settings: Settings, _ arguments: Arguments) throws(Arguments.Failure)
     /// The command's work on the open store; returns the exit status.
     static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32
+    /// Work done without opening the store (none by default): its exit
+    /// status, or nil to open the store and `run` as usual.
+    static func runWithoutStore(_ settings: Settings, _ arguments: Arguments) throws -> Int32?
 }
 
 extension OperatorCommand {
@@ -20,9 +23,12 @@ extension OperatorCommand {
 
     static func checkSupported(_ settings: Settings, _ arguments: Arguments) throws(Arguments.Failure) {}
 
+    static func runWithoutStore(_ settings: Settings, _ arguments: Arguments) throws -> Int32? { nil }
+
     static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         try checkSupported(settings, arguments)
+        if let status = try runWithoutStore(settings, arguments) { return status }
         let store = try settings.openStore(opening)
         defer { store.shutdown() }
         return try run(store, settings, arguments)

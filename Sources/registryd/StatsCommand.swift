@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Postgres
 import Registry
 import RegistryHTTP
 
@@ -26,11 +27,38 @@ enum StatsCommand: OperatorCommand {
             """)
 
     static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
-        let stats = try Blocking.result { try await store.stats() }.get()
-        if arguments.isSet("json") {
-            print(String(decoding: JSONWriter.encode(StatsDocument.stats(stats)), as: UTF8.self))
+        print(try Blocking.result { try await store.stats() }.get(), json: arguments.isSet("json"))
+        return 0
+    }
+
+    /// Counts open no token: without the token key file (a backup kept
+    /// apart from its keys, say) they are read without opening the store.
+    static func runWithoutStore(_ settings: Settings, _ arguments: Arguments) throws -> Int32? {
+        guard !FileManager.default.fileExists(atPath: settings.tokenKeyFilePath) else { return nil }
+        let stats: StoreStats
+        switch settings.backend {
+        case .lmdb:
+            guard FileManager.default.fileExists(atPath: settings.layout.lmdb) else {
+                throw Arguments.Failure(description: "--data-dir: no registry at '\(settings.dataDirectory)'")
+            }
+            stats = try LMDBRegistryStore.statsWithoutTokenKeys(directory: settings.layout.lmdb)
+        case .postgres(let url, _):
+            do {
+                stats = try PostgresRegistryStore.statsWithoutTokenKeys(connectionString: url.text)
+            } catch let error as PostgresError {
+                throw Settings.failure(error, url)
+            }
+        }
+        Command.printError("registryd stats: no token key file at '\(settings.tokenKeyFilePath)'; counts need none")
+        print(stats, json: arguments.isSet("json"))
+        return 0
+    }
+
+    private static func print(_ stats: StoreStats, json: Bool) {
+        if json {
+            Swift.print(String(decoding: JSONWriter.encode(StatsDocument.stats(stats)), as: UTF8.self))
         } else {
-            print("""
+            Swift.print("""
                 devices            \(stats.devices)
                 pushTokens         \(stats.pushTokens)
                 pushToStartTokens  \(stats.pushToStartTokens)
@@ -41,6 +69,5 @@ enum StatsCommand: OperatorCommand {
                 lastSweepAt        \(stats.lastSweepAt.map(RFC3339.format) ?? "never")
                 """)
         }
-        return 0
     }
 }

@@ -75,7 +75,8 @@ extension Settings {
         if opening == .existing, !FileManager.default.fileExists(atPath: directory) {
             throw Arguments.Failure(description: "--data-dir: no registry at '\(dataDirectory)'")
         }
-        let keys = try tokenKeys()
+        // An existing registry's tokens are sealed with its key file: one is never generated for it.
+        let keys = try tokenKeys(generating: opening == .creatingIfMissing)
         var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: keys.ring)
         configuration.reloadTokenKeys = keys.reload
         if let metrics { configuration.onCommit = { report in metrics.recordCommit(report) } }
@@ -98,7 +99,7 @@ extension Settings {
 
     /// `error` as one line naming the flag and the redacted URL: libpq's
     /// message (its lines joined), scrubbed of the password it may quote.
-    private static func failure(_ error: PostgresError, _ url: ConnectionString) -> DatabaseFailure {
+    static func failure(_ error: PostgresError, _ url: ConnectionString) -> DatabaseFailure {
         let transient = error.kind == .connectFailed || error.kind == .connectionLost || error.connectionBroken
         let detail = error.sqlState.map { "\(error.message) (SQLSTATE \($0))" } ?? error.message
         let message = url.scrubbing(detail)
@@ -123,16 +124,23 @@ extension Settings {
 
     /// The token keys: `--token-key-file`, which must exist, or
     /// `DIR/secrets/token-keys`, generated on first start (0600, atomic)
-    /// when `generating`.
+    /// when `generating`. A missing file is named as missing, and nothing
+    /// is created for it (no `secrets/` folder either).
     func tokenKeys(generating: Bool = true) throws(Arguments.Failure) -> TokenKeys {
+        let path = tokenKeyFilePath
         do {
-            if let path = tokenKeyFile { return TokenKeys(ring: try TokenKeyFile.load(path: path), path: path, generated: false) }
-            let path = layout.tokenKeys
-            guard generating else { return TokenKeys(ring: try TokenKeyFile.load(path: path), path: path, generated: false) }
+            guard tokenKeyFile == nil, generating else {
+                return TokenKeys(ring: try TokenKeyFile.load(path: path), path: path, generated: false)
+            }
             let (ring, created) = try TokenKeyFile.loadOrGenerate(path: path)
             return TokenKeys(ring: ring, path: path, generated: created)
+        } catch where error.kind == .missing {
+            throw Arguments.Failure(description: "--token-key-file: the token key file '\(path)' is missing; every token of this registry is sealed with it: give its path (--token-key-file), or restore it (a backup taken with --with-secrets holds it in secrets/)")
         } catch {
             throw Arguments.Failure(description: "--token-key-file: \(error)")
         }
     }
+
+    /// `--token-key-file`, else `DIR/secrets/token-keys`.
+    var tokenKeyFilePath: String { tokenKeyFile ?? layout.tokenKeys }
 }

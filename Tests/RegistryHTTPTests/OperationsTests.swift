@@ -133,9 +133,16 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory + "/bk/secrets"))
         // Without secrets the copy's tokens open only with the original key file.
         let keys = ["--token-key-file", "registry-data/secrets/token-keys"]
+        // Without the key file an operator command writes nothing into the backup and says the file is missing.
         let (refused, _, refusal) = try exe.run(["check", "--data-dir", "bk"], in: directory)
         #expect(refused == 2)
-        #expect(refusal.contains("the token key file does not match this registry"), "\(refusal)")
+        #expect(refusal.contains("the token key file 'bk/secrets/token-keys' is missing"), "\(refusal)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/bk/secrets"), "no secrets folder was made in the backup")
+        // Counts open no token: stats works without the key file.
+        let (statsStatus, counts, countNote) = try exe.run(["stats", "--json", "--data-dir", "bk"], in: directory)
+        #expect(statsStatus == 0 && counts.contains(#""devices":"#), "\(counts)\(countNote)")
+        #expect(countNote.contains("no token key file at 'bk/secrets/token-keys'"), "\(countNote)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/bk/secrets"))
         let (checkStatus, checkOut, _) = try exe.run(["check", "--data-dir", "bk"] + keys, in: directory)
         #expect(checkStatus == 0, "\(checkOut)")
 
@@ -266,7 +273,7 @@ import Testing
         let (status, stdout, stderr) = try exe.run(["rotate-token-key"], in: directory)
         let acknowledged = try await writes.value
         #expect(status == 0, "\(stderr)")
-        #expect(stdout.hasPrefix("added sealing key 2; re-sealed "), "\(stdout)")
+        #expect(stdout.hasPrefix("added sealing key 2; every server holds it; re-sealed "), "\(stdout)")
         #expect(stdout.hasSuffix("; retired key 1\n"), "\(stdout)")
         #expect(acknowledged.count == 150)
         for i in acknowledged {

@@ -144,7 +144,7 @@ extension PostgresStoreExecutableTests {
 
             let (rotated, rotation, rotationErrors) = try exe.run(["rotate-token-key"] + Self.postgres(url), in: directory)
             #expect(rotated == 0, "\(rotationErrors)")
-            #expect(rotation.hasPrefix("added sealing key 2; re-sealed "), "\(rotation)")
+            #expect(rotation.hasPrefix("added sealing key 2; every server holds it; re-sealed "), "\(rotation)")
             #expect(rotation.hasSuffix("; retired key 1\n"), "\(rotation)")
             let (_, after, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
             #expect(after == before, "every token opens under the new key")

@@ -71,9 +71,9 @@ struct EncodingTests {
         }
     }
 
-    @Test func unknownVersionTrailingBytesAndBadEnumsThrow() {
+    @Test func unknownVersionTrailingBytesAndBadEnumsThrow() throws {
         let key = StoreKey.device("u", "d")
-        var token = TokenValue(token: "ab", environment: .production, updatedAt: Timestamp(milliseconds: 1)).encoded(key: key)
+        var token = try TokenValue(token: "ab", environment: .production, updatedAt: Timestamp(milliseconds: 1)).encoded(key: key)
         #expect(throws: StoredValueError.self) { try TokenValue(decoding: [3] + token.dropFirst(), key: key) }
         #expect(throws: StoredValueError.self) { try TokenValue(decoding: token + [0], key: key) }
         token[1] = 9

@@ -290,14 +290,17 @@ struct HistoryTests {
         let f = try makeStore(); defer { f.close() }
         let store = f.store
         let clock = f.clock
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for n in 0..<150 {
-                group.addTask {
-                    clock.advance(milliseconds: 1)
-                    try await store.register("alice", "d\(n % 10)", token: n)
+        // Three waves of 50 at once: a node holds at most `maxPendingWritesPerUser` of one user's writes.
+        for wave in 0..<3 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in wave * 50..<(wave + 1) * 50 {
+                    group.addTask {
+                        clock.advance(milliseconds: 1)
+                        try await store.register("alice", "d\(n % 10)", token: n)
+                    }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
         }
         let events = try await f.store.history(userId: "alice", limit: 100)
         #expect(events.count == 100)

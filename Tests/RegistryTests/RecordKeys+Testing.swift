@@ -38,8 +38,8 @@ extension TestKeys {
 extension TokenValue {
     /// A token value to store under `key` in `kind`'s database, sealed with
     /// the test keys (the tests' raw writes).
-    func encoded(_ kind: TokenKind = .push, key: [UInt8]) -> [UInt8] {
-        encoded(in: TokenSlot(kind, key: key), TestKeys.vault)
+    func encoded(_ kind: TokenKind = .push, key: [UInt8]) throws -> [UInt8] {
+        try encoded(in: TokenSlot(kind, key: key), TestKeys.vault)
     }
 
     /// The token value stored under `key` in `kind`'s database.

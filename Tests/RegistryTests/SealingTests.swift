@@ -272,27 +272,53 @@ struct SealingTests {
     }
 }
 
-/// A stored token under a key the key file lacks (a node whose copy of the
-/// file misses a rotated key) is the storage being unavailable (503), not a
-/// bug (500): on either backend.
+/// A stored token under a key this process's key file lacks (another
+/// process or node sealed it under a key this one never loaded) is the
+/// storage being unavailable (503), not a bug (500): on either backend. And
+/// a registry whose tokens use a key the file lacks does not open at all.
 struct UnknownSealingKeyTests {
     @Test func aTokenUnderAKeyTheRingLacksIsUnavailable() async throws {
         let original = try TokenKeyRing.generate()
+        let newer = try original.addingRandomKey()
         let f = try makeStore { $0.tokenKeys = original }; defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
-        f.reconfigure { $0.tokenKeys = try! original.addingRandomKey() }
-        try f.reopen()
-        try await f.store.register("bobby", "d1", token: 2)  // after alice's in LMDB key order: the open check reads the first
-        f.reconfigure { $0.tokenKeys = original }
-        try f.reopen()
-        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1))
+        try await f.store.register("bobby", "d1", token: 2)
+        // bobby's token re-sealed under key 2, which this store's ring lacks (and it cannot reload).
+        switch TestBackend.current {
+        case .lmdb:
+            try f.corrupt { txn, schema in
+                let key = StoreKey.device("bobby", "d1")
+                let slot = TokenSlot(.push, key: key)
+                let token = try TokenValue(decoding: try #require(try txn.get(key, in: schema.pushTokens)), in: slot,
+                                           TokenVault(ring: original))
+                try txn.put(try token.encoded(in: slot, TokenVault(ring: newer)), for: key, in: schema.pushTokens)
+            }
+        case .postgres:
+            let other = try f.anotherNode { $0.tokenKeys = newer }
+            defer { other.shutdown() }
+            try await other.register("bobby", "d1", token: 3)  // a new token: sealed under key 2
+        }
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.pushToken?.token == apnsToken(1),
+                "other records still read")
         do {
             _ = try await f.store.device(userId: "bobby", deviceId: "d1")
             Issue.record("a token under a key the ring lacks was read")
         } catch RegistryError.unavailable(let reason) {
-            #expect(reason.contains("key"))
+            #expect(reason.contains("key 2"))
         } catch {
             Issue.record("expected RegistryError.unavailable, got \(error)")
         }
+    }
+
+    /// The start-up check: every key the registry uses must be in the key
+    /// file (a server given an old copy of the file would otherwise start
+    /// and answer 503 for those users for good).
+    @Test func aRegistryUsingAKeyTheFileLacksDoesNotOpen() async throws {
+        let original = try TokenKeyRing.generate()
+        let f = try makeStore { $0.tokenKeys = try! original.addingRandomKey() }; defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        f.reconfigure { $0.tokenKeys = original }
+        #expect(throws: RegistryOpenError.wrongTokenKeys(
+            detail: "1 stored tokens are sealed under key 2, which it does not hold")) { try f.reopen() }
     }
 }

@@ -120,14 +120,14 @@ struct TokenValue: Hashable {
         hasher.combine(updatedAt)
     }
 
-    func encoded(in slot: TokenSlot, _ vault: TokenVault) -> [UInt8] {
+    func encoded(in slot: TokenSlot, _ vault: TokenVault) throws(RegistryError) -> [UInt8] {
         var w = ByteWriter(version: 2)
         w.byte(UInt8(APNsEnvironment.allCases.firstIndex(of: environment)!))
         w.timestamp(updatedAt)
         if let sealedAs, sealedAs.slot == slot, vault.keyID(of: sealedAs.bytes) == vault.ring.currentKeyID {
             w.blob(Array(sealedAs.bytes))
         } else {
-            w.blob(vault.seal(token, in: slot))
+            w.blob(try vault.seal(token, in: slot))
         }
         return w.bytes
     }

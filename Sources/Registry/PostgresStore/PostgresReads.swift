@@ -135,7 +135,10 @@ struct PostgresReads: RegistryReads {
 
     func storedApps() throws -> [String] { try apps.all(connection) }
 
-    func stats() throws -> StoreStats {
+    func stats() throws -> StoreStats { try Self.stats(connection) }
+
+    /// The counts, which open no token (so no token key is needed).
+    static func stats(_ connection: PostgresConnection) throws -> StoreStats {
         let r = try connection.query("""
             SELECT (SELECT count(*) FROM registry_devices),
                    (SELECT count(*) FROM registry_tokens WHERE kind = 1),

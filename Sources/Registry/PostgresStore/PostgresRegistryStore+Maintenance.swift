@@ -1,5 +1,7 @@
 import Dispatch
 import Postgres
+import Synchronization
+import TokenSealing
 
 /// Operator work on PostgreSQL: export and import (the way between
 /// backends), a check of what the schema's constraints do not already
@@ -79,25 +81,52 @@ extension PostgresRegistryStore: RegistryMaintenance {
 
     // MARK: Token key rotation
 
+    /// A session advisory lock on a connection of its own, held until
+    /// `release()` (or the rotation's process ends: the database drops it
+    /// with the session). The holder is named in `registry_meta`.
+    public func lockKeyRotation() throws -> any KeyRotationLock {
+        try PostgresRotationLock(configuration.connectionString, key: locks.rotation)
+    }
+
+    /// Checks `ring` against the registry (the same index key; every sealing
+    /// key with a recorded check value opens it) and seals under its current
+    /// key from now on.
+    public func useSealingKeys(_ ring: TokenKeyRing) async throws {
+        guard ring.indexKey == sealingKeys.current.ring.indexKey else {
+            throw RegistryOpenError.wrongTokenKeys(detail: "another index key")
+        }
+        try await translatingErrors {
+            try await pool.withConnection { try PostgresMeta.verifySealingKeys(ring, $0) }
+        }
+        sealingKeys.install(ring)
+    }
+
+    /// Records the current key's check value and announces it, holding the
+    /// key barrier exclusive: the announcement commits only once every write
+    /// that started before it has ended, and every write after it reads it
+    /// (`writing`), so none seals under an older key once it is visible.
     public func announceSealingKey() async throws {
-        let current = sealingKeys.current.ring.currentKeyID
-        try await writing { writer in
-            try PostgresMeta.put(PostgresSchema.Meta.sealingKeyID, [current], writer.connection)
+        let vault = sealingKeys.current, barrier = locks.keyBarrier
+        try await translatingErrors {
+            try await pool.withConnection { connection in
+                try PostgresSweep.retrying(connection) { connection in
+                    try connection.advisoryTransactionLock(barrier)
+                    let check = PostgresSchema.Meta.sealingKeyCheck + String(vault.ring.currentKeyID)
+                    if try PostgresMeta.value(check, connection) == nil { try PostgresMeta.insert(check, vault.keyCheck(), connection) }
+                    try PostgresMeta.put(PostgresSchema.Meta.sealingKeyID, [vault.ring.currentKeyID], connection)
+                }
+            }
         }
     }
 
-    /// Byte 1 of a sealed value is its key id (`TokenSealer`'s format).
     public func sealingKeyUsage() async throws -> [UInt8: Int] {
-        try await translatingErrors {
-            try await pool.withConnection { connection in
-                let r = try connection.query("SELECT get_byte(sealed, 1), count(*) FROM registry_tokens GROUP BY 1")
-                var usage: [UInt8: Int] = [:]
-                for row in 0..<r.rowCount {
-                    usage[UInt8(clamping: try r.int64(row, 0) ?? 0)] = Int(try r.int64(row, 1) ?? 0)
-                }
-                return usage
-            }
-        }
+        try await translatingErrors { try await pool.withConnection { try PostgresMeta.keysInUse($0) } }
+    }
+
+    /// Drops the check values of retired keys: the registry no longer uses
+    /// them, so the open-time check no longer asks for them.
+    public func forgetSealingKeys(_ ids: [UInt8]) async throws {
+        try await translatingErrors { try await pool.withConnection { try PostgresMeta.forget(ids, $0) } }
     }
 
     /// Walks the tokens in key order, `batchSize` per transaction, sealing
@@ -116,6 +145,36 @@ extension PostgresRegistryStore: RegistryMaintenance {
         } while after != nil
         return resealed
     }
+}
+
+/// `lockKeyRotation`'s lock: a session advisory lock on its own connection.
+final class PostgresRotationLock: KeyRotationLock {
+    /// The session holding the lock; nil once released.
+    private let session: Mutex<PostgresConnection?>
+    private let key: Int64
+
+    init(_ connectionString: String, key: Int64) throws {
+        let connection = try PostgresConnection(connectionString)
+        guard try connection.tryAdvisoryLock(key) else {
+            let holder = try? PostgresMeta.value(PostgresSchema.Meta.rotationHolder, connection)
+            connection.close()
+            throw KeyRotationError.inProgress(holder: holder.map { String(decoding: $0, as: UTF8.self) } ?? "another node")
+        }
+        try PostgresMeta.put(PostgresSchema.Meta.rotationHolder, Array(ProcessIdentity.current.description.utf8), connection)
+        session = Mutex(connection)
+        self.key = key
+    }
+
+    func release() {
+        guard let connection = session.withLock({ session -> PostgresConnection? in
+            defer { session = nil }
+            return session
+        }) else { return }
+        _ = try? connection.advisoryUnlock(key)
+        connection.close()
+    }
+
+    deinit { release() }
 }
 
 /// Batches of an import, shared by the backends: 500 records per

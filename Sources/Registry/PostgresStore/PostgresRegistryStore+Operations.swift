@@ -61,7 +61,7 @@ extension PostgresRegistryStore {
         let keys = sealingKeys, apps = self.apps, clock = configuration.clock
         let counts = try await withTaskCancellationHandler {
             try await translatingErrors {
-                try await pool.withAdvisoryLock(sweepLock) { connection in
+                try await pool.withAdvisoryLock(locks.sweep) { connection in
                     try plan.run(connection, cancelled: cancelled) {
                         PostgresRecordWriter(connection: connection, vault: keys.current, apps: apps, now: clock.now())
                     }

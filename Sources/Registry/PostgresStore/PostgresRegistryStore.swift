@@ -43,6 +43,14 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         public var activityTTL: Duration = .seconds(90 * 86_400)
         /// Records deleted per sweep transaction.
         public var sweepBatchSize = 200
+        /// Writes this node holds at once (running or waiting); one more
+        /// answers 503 with Retry-After rather than queueing without bound.
+        public var maxPendingWrites = 4_096
+        /// Writes of one user this node holds at once: a user's writes run
+        /// one at a time (their rules need it), waiting without a connection,
+        /// so one user with many writes in flight queues behind themself
+        /// and never holds the pool; past this many, 503.
+        public var maxPendingWritesPerUser = 64
         public var clock: any RegistryClock = SystemClock()
         /// Called after each write transaction, committed or not (metrics:
         /// one transaction is a batch of one command).
@@ -60,10 +68,13 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     let apps: PostgresAppCatalog
     let sealingKeys: SealingKeys
     let cursorSecret: [UInt8]
-    /// How this node learns that a rotation elsewhere announced a new sealing key.
-    let keyAnnouncement = KeyAnnouncement()
-    /// The advisory lock a sweep holds: one sweep at a time across nodes.
-    let sweepLock: Int64
+    /// The advisory locks of this registry (per schema: registries in two
+    /// schemas of one database lock independently).
+    let locks: PostgresLocks
+    /// Holds writes waiting for their turn (per user) without a connection.
+    let queue: PostgresWriteQueue
+    /// This node's row in `registry_nodes`, kept by `heartbeat` once `start()` ran.
+    let node = PostgresNode()
 
     /// Connects, applies pending schema migrations (under an advisory lock,
     /// once across nodes starting together), checks the token keys against
@@ -83,10 +94,10 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         let vault = sealingKeys.current
         // SERIALIZABLE: nodes starting together insert the same meta rows; one commits, the other sees them.
         cursorSecret = try PostgresSweep.retrying(connection, isolation: .serializable) { try PostgresMeta.check($0, vault) }
-        // Per schema: registries in two schemas of one database sweep independently.
-        let schema = try connection.query("SELECT current_schema()").string(0, 0) ?? ""
-        sweepLock = PostgresConnection.advisoryKey("registryd.sweep." + schema)
-        try PostgresTokenBinding.run(connection, vault, lock: PostgresConnection.advisoryKey("registryd.bind." + schema))
+        locks = PostgresLocks(schema: try connection.query("SELECT current_schema()").string(0, 0) ?? "")
+        try PostgresTokenBinding.run(connection, vault, lock: locks.binding)
+        queue = PostgresWriteQueue(maxPending: configuration.maxPendingWrites,
+                                   maxPerUser: configuration.maxPendingWritesPerUser)
         apps = PostgresAppCatalog(declared: configuration.apps)
         try apps.storeDeclared(connection)
         pool = PostgresPool(connectionString: configuration.connectionString, size: max(1, configuration.poolSize),
@@ -94,89 +105,43 @@ public final class PostgresRegistryStore: RegistryStore, Service {
     }
 
     public var name: String { "registry-store" }
-    public func start() {}
+
+    /// The registry's counts without its token keys (they open no token):
+    /// `registryd stats` where the key file is missing. Changes nothing,
+    /// and refuses a database this build has not migrated.
+    public static func statsWithoutTokenKeys(connectionString: String) throws -> StoreStats {
+        let connection = try PostgresConnection(connectionString)
+        defer { connection.close() }
+        let version = try connection.query("SELECT coalesce(max(version), 0) FROM schema_migrations").int64(0, 0) ?? 0
+        guard version == PostgresSchema.version else {
+            throw RegistryOpenError.schemaMismatch(found: UInt64(max(0, version)), expected: UInt64(PostgresSchema.version))
+        }
+        return try PostgresReads.stats(connection)
+    }
+
+    /// Makes this store a node of the registry (`serve`): it records itself
+    /// and the sealing keys it holds in `registry_nodes`, and follows a
+    /// rotation's announcement, once a second (`heartbeat`).
+    public func start() {
+        node.start { [weak self] in self?.heartbeat() }
+    }
 
     /// `shutdown()`.
     public func stop() { shutdown() }
 
-    /// Closes the pool: queued work fails, running work finishes, the
-    /// connections close. Idempotent.
-    public func shutdown() { pool.shutdown() }
+    /// Stops the heartbeat (removing this node's row), then closes the pool:
+    /// queued work fails, running work finishes, the connections close.
+    /// Idempotent.
+    public func shutdown() {
+        if node.stop() { leave() }
+        pool.shutdown()
+    }
 
     deinit { pool.shutdown() }
 
     var now: Timestamp { configuration.clock.now() }
 
-    // MARK: Transactions
-
-    /// Runs `body` as one REPEATABLE READ transaction and returns its value
-    /// once COMMIT succeeded.
-    ///
-    /// Why not SERIALIZABLE: its read locks are page-level on small indexes,
-    /// so unrelated users' launch upserts failed each other (tools/ha-test:
-    /// about 5% answered 503 after ten retries). The rules need less: with
-    /// `user`, the connection first takes that user's session advisory lock,
-    /// before BEGIN, so the transaction's snapshot sees every earlier write
-    /// of the user and a user's writes (device and activity caps,
-    /// tombstones, history) run one at a time. What one transaction does to
-    /// another user's rows (the one-owner rule deleting a holder, feedback,
-    /// a sweep) meets that user's writes on the same rows, which REPEATABLE
-    /// READ refuses as a concurrent update (40001); two users claiming a new
-    /// token at once meet on the unique owner key (23505). Both run again.
-    ///
-    /// Retried: 40001, 40P01, 23505 (ten attempts, jittered pauses), and a
-    /// connection that broke before COMMIT was sent (twice). Never retried:
-    /// a COMMIT whose outcome is unknown (503; the client's retry with its
-    /// sequence settles it).
-    func writing<T: Sendable>(user: String? = nil,
-                              _ body: @escaping @Sendable (PostgresRecordWriter) throws -> T) async throws -> T {
-        let keys = sealingKeys, apps = self.apps, clock = configuration.clock, announcement = keyAnnouncement
-        let began = ContinuousClock.now
-        // Metrics see what reached the database: a commit, or a database failure (not a rule's refusal).
-        let report = { [onCommit = configuration.onCommit] (succeeded: Bool) in
-            onCommit?(CommitBatchReport(commands: 1, succeeded: succeeded, seconds: (ContinuousClock.now - began).inSeconds))
-        }
-        let userLock = user.map { PostgresConnection.advisoryKey("registryd.user." + $0) }
-        var attempts = 0, reconnects = 0
-        while true {
-            attempts += 1
-            do {
-                let value = try await pool.withConnection { connection in
-                    try Self.holding(userLock, connection) {
-                        try connection.transaction(isolation: .repeatableRead) { connection in
-                            try announcement.follow(connection, keys)
-                            return try body(PostgresRecordWriter(connection: connection, vault: keys.current, apps: apps,
-                                                                 now: clock.now()))
-                        }
-                    }
-                }
-                report(true)
-                return value
-            } catch let error as PostgresError where (error.isSerializationFailure || error.isUniqueViolation()) && attempts < 10 {
-                try await Task.sleep(for: .microseconds(Int.random(in: 0...min(100, 1 << min(attempts, 7)) * 1_000)))
-            } catch let error as PostgresError where error.failedBeforeCommit && reconnects < 2 {
-                reconnects += 1
-                try await Task.sleep(for: .milliseconds(Int.random(in: 100...200) * reconnects))
-            } catch let error as PostgresError {
-                report(false)
-                throw RegistryError.unavailable(reason: error.description)
-            } catch let unknown as UnknownSealingKey {
-                throw unknown.unavailable
-            }
-        }
-    }
-
-    /// Runs `body` holding the session advisory lock `key` (when given),
-    /// taken before and released after it; a lock that cannot be released
-    /// goes with its connection (the pool replaces it).
-    private static func holding<T>(_ key: Int64?, _ connection: PostgresConnection, _ body: () throws -> T) throws -> T {
-        guard let key else { return try body() }
-        try connection.query("SELECT pg_advisory_lock($1)", [.int64(key)])
-        defer {
-            if (try? connection.advisoryUnlock(key)) != true { connection.close() }
-        }
-        return try body()
-    }
+    // MARK: Reads
 
     /// A read that finds its connection broken (a failover, a restart) runs
     /// again on a new one, twice at most; reads change nothing.
@@ -191,7 +156,8 @@ public final class PostgresRegistryStore: RegistryStore, Service {
                         do {
                             return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
                                                           cursorSecret: secret))
-                        } catch let unknown as UnknownSealingKey where keys.reload(toKnow: unknown.keyID) {
+                        } catch let unknown as UnknownSealingKey
+                                    where keys.reload(toKnow: unknown.keyID, checks: { try PostgresMeta.verifySealingKeys($0, connection) }) {
                             return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
                                                           cursorSecret: secret))
                         }
@@ -218,25 +184,5 @@ public final class PostgresRegistryStore: RegistryStore, Service {
         } catch let unknown as UnknownSealingKey {
             throw unknown.unavailable
         }
-    }
-}
-
-/// A rotation (`registryd rotate-token-key`, from any host) records the new
-/// sealing key in `registry_meta`; a node looks at most once a second, in
-/// a write's transaction, and reloads its key file when the key changed,
-/// so within a second of the announcement no node seals under the old key.
-final class KeyAnnouncement: Sendable {
-    private let lastLook = Mutex<ContinuousClock.Instant?>(nil)
-
-    func follow(_ connection: PostgresConnection, _ keys: SealingKeys) throws {
-        let now = ContinuousClock.now
-        let due = lastLook.withLock { last in
-            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
-            last = now
-            return true
-        }
-        guard due, let announced = try PostgresMeta.value(PostgresSchema.Meta.sealingKeyID, connection)?.first,
-              announced != keys.current.ring.currentKeyID else { return }
-        keys.reload(toKnow: announced, asCurrent: true)
     }
 }

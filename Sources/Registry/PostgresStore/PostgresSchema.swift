@@ -79,10 +79,19 @@ enum PostgresSchema {
             """),
         // Sealed values bound to their record (`TokenSlot`): the store seals
         // the older ones again at open (`PostgresTokenBinding`); the version
-        // keeps a build that cannot open them from starting.
+        // keeps a build that cannot open them from starting. Nodes record
+        // the sealing keys they hold (`PostgresNode`), so a key rotation
+        // retires an old key only once every live node has the new one.
         PostgresMigration(version: 2, sql: """
             COMMENT ON COLUMN registry_tokens.sealed IS
                 'AES-256-GCM (TokenSealer format 2), bound to kind, user, app, device and activity';
+            CREATE TABLE registry_nodes (
+                node_id text COLLATE "C" PRIMARY KEY,
+                name text NOT NULL,
+                current_key smallint NOT NULL,
+                key_ids bytea NOT NULL,
+                seen_at bigint NOT NULL
+            );
             """),
     ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
 
@@ -99,6 +108,8 @@ enum PostgresSchema {
         static let lastSweepAt = "lastSweepAt"
         /// The sealing key id a rotation announced: every node seals under it once it sees it.
         static let sealingKeyID = "sealingKeyID"
+        /// Who holds the rotation lock (its pid and host), for the refusal of a second rotation.
+        static let rotationHolder = "rotationHolder"
         /// Present once every sealed value is bound to its record (`PostgresTokenBinding`).
         static let sealedValuesBound = "sealedValuesBound"
     }

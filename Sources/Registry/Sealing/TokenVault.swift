@@ -12,9 +12,19 @@ import TokenSealing
 /// migration that seals them again (`openUnbound`).
 public struct TokenVault: Sendable {
     public let sealer: TokenSealer
+    /// Set when this vault must not seal (`SealingKeys.forWriting`: the
+    /// registry announced a key this process could not load): `seal` throws it.
+    private(set) var sealingRefusal: RegistryError?
 
     public init(ring: TokenKeyRing) {
         sealer = TokenSealer(ring: ring)
+    }
+
+    /// This vault, opening as before but refusing to seal with `error`.
+    func refusingToSeal(_ error: RegistryError) -> TokenVault {
+        var vault = self
+        vault.sealingRefusal = error
+        return vault
     }
 
     public var ring: TokenKeyRing { sealer.ring }
@@ -23,8 +33,9 @@ public struct TokenVault: Sendable {
     /// once: the read path computes owner keys often.
     private static let contexts: [[UInt8]] = (0...3).map { [UInt8($0)] }
 
-    func seal(_ token: String, in slot: TokenSlot) -> [UInt8] {
-        sealer.seal(Array(token.utf8), context: slot.bytes)
+    func seal(_ token: String, in slot: TokenSlot) throws(RegistryError) -> [UInt8] {
+        if let sealingRefusal { throw sealingRefusal }
+        return sealer.seal(Array(token.utf8), context: slot.bytes)
     }
 
     func open(_ sealed: some Collection<UInt8>, in slot: TokenSlot) throws -> String {

@@ -163,22 +163,43 @@ extension LMDBRegistryStore {
     }
 
     public func stats() throws -> StoreStats {
+        try reading { read in try Self.stats(read.txn, schema, environment) }
+    }
+
+    /// The counts, which open no token (so no token key is needed).
+    static func stats(_ txn: ReadTransaction, _ schema: Schema, _ environment: Environment) throws -> StoreStats {
         let info = try environment.info
-        return try reading { read in
-            var lastSweep: Timestamp?
-            if let bytes = try read.txn.get(Schema.MetaKey.lastSweepAt, in: schema.meta) {
-                var reader = try ByteReader(bytes, what: "lastSweepAt", versions: 1...1)
-                lastSweep = try reader.timestamp()
-            }
-            return StoreStats(
-                devices: try read.txn.count(in: schema.devices),
-                pushTokens: try read.txn.count(in: schema.pushTokens),
-                pushToStartTokens: try read.txn.count(in: schema.pushToStart),
-                activityTokens: try read.txn.count(in: schema.activityTokens),
-                tombstones: try read.txn.count(in: schema.tombstones),
-                historyEvents: try read.txn.count(in: schema.history),
-                mapSizeBytes: info.mapSizeBytes, usedBytes: info.usedBytes, lastSweepAt: lastSweep)
+        var lastSweep: Timestamp?
+        if let bytes = try txn.get(Schema.MetaKey.lastSweepAt, in: schema.meta) {
+            var reader = try ByteReader(bytes, what: "lastSweepAt", versions: 1...1)
+            lastSweep = try reader.timestamp()
         }
+        return StoreStats(
+            devices: try txn.count(in: schema.devices),
+            pushTokens: try txn.count(in: schema.pushTokens),
+            pushToStartTokens: try txn.count(in: schema.pushToStart),
+            activityTokens: try txn.count(in: schema.activityTokens),
+            tombstones: try txn.count(in: schema.tombstones),
+            historyEvents: try txn.count(in: schema.history),
+            mapSizeBytes: info.mapSizeBytes, usedBytes: info.usedBytes, lastSweepAt: lastSweep)
+    }
+
+    /// The registry's counts without its token keys (they open no token):
+    /// `registryd stats` where the key file is missing, on a backup say.
+    /// Refuses an environment this build has not migrated (a migration
+    /// needs the keys), so it adds nothing to it.
+    public static func statsWithoutTokenKeys(directory: String) throws -> StoreStats {
+        let environment = try Environment(Environment.Configuration(path: directory, maxDatabases: 32))
+        defer { environment.close() }
+        let meta = try environment.openDatabase("meta")
+        let found = try environment.read { txn -> UInt64 in
+            guard let stored = try txn.get(Schema.MetaKey.schemaVersion, in: meta) else { return 0 }
+            var reader = try ByteReader(stored, what: "schema version", versions: 1...1)
+            return try reader.varint()
+        }
+        guard found == Schema.version else { throw RegistryOpenError.schemaMismatch(found: found, expected: Schema.version) }
+        let schema = try Schema(environment)
+        return try environment.read { txn in try stats(txn, schema, environment) }
     }
 
     public var declaredApps: DeclaredApps { apps.declared }

@@ -1,6 +1,7 @@
 import Foundation
 import Lifecycle
 import LMDB
+import Synchronization
 import TokenSealing
 
 /// The registry on one LMDB environment: every rule of API.md, reads in
@@ -72,6 +73,8 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
     let writer: GroupCommitWriter
     /// Signs fan-out cursors; generated at first open, kept in `meta`.
     let cursorSecret: [UInt8]
+    /// Set by `start()` (a serving process): records its keys in `meta` once a second when they change.
+    let keyWatcher = Mutex<PeriodicThread?>(nil)
 
     public init(configuration: Configuration) throws {
         self.configuration = configuration
@@ -153,45 +156,37 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
         return secret
     }
 
-    /// The sealing keys must be the registry's: each key of the ring is
-    /// recognised by a check value sealed under it (recorded the first time
-    /// the key is used here), so a key file holding another key under the
-    /// same id is refused; and the first stored token of each kind must not
-    /// name a key the ring lacks. A value that merely fails to authenticate
-    /// (damage) is left to `check`, which names it: one bad value must not
-    /// lock the whole registry out.
-    private static func checkSealingKeys(_ txn: WriteTransaction, _ schema: Schema, _ vault: TokenVault) throws {
-        for key in vault.ring.sealingKeys {
-            let name = Schema.MetaKey.sealingKeyCheck + [key.id]
-            if let stored = try txn.get(name, in: schema.meta) {
-                guard vault.opensKeyCheck(stored) else {
-                    throw RegistryOpenError.wrongTokenKeys(detail: "sealing key \(key.id) is not the one this registry used")
-                }
-            } else if key.id == vault.ring.currentKeyID {
-                try txn.put(vault.keyCheck(), for: name, in: schema.meta)
-            }
-        }
-        for kind in TokenKind.allCases {
-            try txn.scan(schema.database(kind)) { _, value in
-                if let id = try? TokenValue.sealingKeyID(of: value, vault), vault.ring.sealingKey(id: id) == nil {
-                    throw RegistryOpenError.wrongTokenKeys(detail: "stored \(kind) tokens are sealed under key \(id), which it does not hold")
-                }
-                return false
-            }
-        }
-    }
-
     /// Stops taking writes, lets the writer commit what it holds, closes the
-    /// environment. Idempotent.
+    /// environment. A serving store first stops its key watcher and removes
+    /// its record from `meta`. Idempotent.
     public func shutdown() {
+        if let watcher = keyWatcher.withLock({ $0 }), !watcher.isStopping {
+            watcher.stop()
+            forgetServerKeys()
+        }
         writer.stop()
         environment.close()
     }
 
     public var name: String { "registry-store" }
 
-    /// The writer already runs from `init`; this only makes the store a `Service`.
-    public func start() { writer.start() }
+    /// Makes this store the registry's server (`serve`; the writer already
+    /// runs from `init`): it records the sealing keys it holds in `meta`,
+    /// and a watcher looks once a second for a key a rotation announced.
+    public func start() {
+        writer.start()
+        let watcher = PeriodicThread(name: "registry-key-watcher", interval: .seconds(1)) { [weak self] in
+            self?.recordServerKeys()
+        }
+        let first = keyWatcher.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = watcher
+            return true
+        }
+        guard first else { return }
+        recordServerKeys()
+        watcher.start()
+    }
 
     /// `shutdown()`.
     public func stop() { shutdown() }
@@ -238,7 +233,7 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
                 return try environment.read { txn in
                     try body(RecordReader(txn: txn, schema: schema, vault: vault, apps: apps))
                 }
-            } catch let unknown as UnknownSealingKey where sealingKeys.reload(toKnow: unknown.keyID) {
+            } catch let unknown as UnknownSealingKey where sealingKeys.reload(toKnow: unknown.keyID, checks: keyFileChecks) {
                 return try environment.read { txn in
                     try body(RecordReader(txn: txn, schema: schema, vault: vault, apps: apps))
                 }
@@ -256,12 +251,11 @@ public final class LMDBRegistryStore: RegistryStore, RegistryReads, Service {
         let clock = configuration.clock
         do {
             return try await writer.submit { txn in
-                // A rotation announced in `meta` since the last write: seal under its key from now on.
-                if let announced = try txn.get(Schema.MetaKey.sealingKeyID, in: schema.meta)?.first,
-                   announced != keys.current.ring.currentKeyID {
-                    keys.reload(toKnow: announced, asCurrent: true)
-                }
-                return try body(RecordWriter(txn: txn, schema: schema, vault: keys.current, apps: apps, now: clock.now()))
+                // The key a rotation announced, read in this very transaction: once its commit is
+                // visible, no write seals under an older key (it reloads the key file, or refuses to seal).
+                let announced = try txn.get(Schema.MetaKey.sealingKeyID, in: schema.meta)?.first
+                let vault = keys.forWriting(announced: announced) { ring in try Self.verifySealingKeys(ring, txn, schema) }
+                return try body(RecordWriter(txn: txn, schema: schema, vault: vault, apps: apps, now: clock.now()))
             }
         } catch let unknown as UnknownSealingKey {
             throw unknown.unavailable

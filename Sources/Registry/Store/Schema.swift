@@ -76,6 +76,8 @@ struct Schema: Sendable {
         /// Present from the migration's last commit until the file has been
         /// compacted: freed pages may still hold plaintext tokens.
         static let compactionPending = Array("compactionPending".utf8)
+        /// The serving process and the sealing keys it holds (`ServerKeys`).
+        static let server = Array("server".utf8)
         /// Followed by a key id: `TokenVault.keyCheck` sealed under that key.
         static let sealingKeyCheck = Array("sealingKeyCheck.".utf8)
     }
