@@ -77,6 +77,9 @@ enum Flags {
              summary: "also copy DIR/secrets (token keys, JWT secret, internal API key) into the backup",
              defaultValue: nil, readsEnvironment: false),
         Flag(name: "from", value: "FILE", summary: "export lines to read", defaultValue: "standard input", readsEnvironment: false),
+        Flag(name: "server-wait", value: "D",
+             summary: "how long to wait for every running server to load the new key before giving up (nothing is retired then)",
+             defaultValue: "30s", readsEnvironment: false),
         Flag(name: "repair", value: nil, summary: "rebuild every index from the records, then check again", defaultValue: nil,
              readsEnvironment: false),
     ]

@@ -7,7 +7,7 @@ import TokenSealing
 /// token (`TokenKeyRotation` says how).
 enum RotateTokenKeyCommand: Subcommand {
     static let help = CommandHelp(
-        name: "rotate-token-key", synopsis: "[--data-dir DIR] [--token-key-file F]",
+        name: "rotate-token-key", synopsis: "[--data-dir DIR] [--token-key-file F] [--server-wait D]",
         tagline: "seal every token under a new key, retire the old one",
         summary: """
             Adds a new sealing key to the token key file (DIR/secrets/token-keys or
@@ -23,7 +23,7 @@ enum RotateTokenKeyCommand: Subcommand {
             Stopped anywhere, the key file keeps every key a token may be sealed under; running
             the command again finishes the rotation.
             """,
-        flags: Flags.store,
+        flags: ["server-wait"] + Flags.store,
         example: """
             registryd rotate-token-key --data-dir /var/lib/registryd
             added sealing key 2; every server holds it; re-sealed 300000 tokens; retired key 1
@@ -33,11 +33,13 @@ enum RotateTokenKeyCommand: Subcommand {
     /// file is named as such, never generated.
     static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
-        let path = settings.tokenKeyFile ?? settings.layout.tokenKeys
+        let path = settings.tokenKeyFilePath
+        let serverWait = try Settings.duration(arguments, "server-wait")
         let store = try settings.openStore(.existing)
         defer { store.shutdown() }
         let progress = ProgressLine("re-seal", unit: .records, total: nil)
         var rotation = TokenKeyRotation(store: store, keyFile: path)
+        rotation.serverWait = serverWait ?? rotation.serverWait
         rotation.onWaiting = { servers in
             Command.printError("waiting for \(servers.map(\.description).joined(separator: ", ")) to load the new key")
         }

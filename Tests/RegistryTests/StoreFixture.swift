@@ -118,6 +118,7 @@ final class StoreFixture {
         var configuration = PostgresRegistryStore.Configuration(connectionString: Self.url(url, schema: schema),
                                                                 tokenKeys: lmdb.tokenKeys)
         configuration.poolSize = poolSize
+        configuration.reloadTokenKeys = lmdb.reloadTokenKeys
         configuration.maxDevicesPerUser = lmdb.maxDevicesPerUser
         configuration.maxActivitiesPerDevice = lmdb.maxActivitiesPerDevice
         configuration.apps = lmdb.apps

@@ -23,7 +23,7 @@ import TokenSealing
 /// Stopped anywhere (a crash, a server that never loads the key), the key
 /// file holds every key a stored value may use, and running it again
 /// finishes. Blocks its thread: run it from a plain thread.
-public struct TokenKeyRotation {
+public struct TokenKeyRotation: Sendable {
     public struct Outcome: Sendable, Equatable {
         public let newKeyID: UInt8
         /// The rotation finished one that had stopped half-way.

@@ -12,11 +12,17 @@ extension LMDBRegistryStore {
     /// use must be in the ring. A recorded key the ring lacks is refused
     /// when a stored value uses it (the whole store is scanned then, once);
     /// an unused one (a rotation that stopped after retiring it from the key
-    /// file) loses its check value. A value that merely fails to
-    /// authenticate (damage) is left to `check`: one bad value must not lock
-    /// the registry out.
+    /// file) loses its check value. The key a rotation announced must be in
+    /// the ring too: a server started with an old copy of the key file would
+    /// otherwise serve refusing every write that stores a token. A value that
+    /// merely fails to authenticate (damage) is left to `check`: one bad
+    /// value must not lock the registry out.
     static func checkSealingKeys(_ txn: WriteTransaction, _ schema: Schema, _ vault: TokenVault) throws {
         try verifySealingKeys(vault.ring, txn, schema)
+        if let announced = try txn.get(Schema.MetaKey.sealingKeyID, in: schema.meta)?.first,
+           vault.ring.sealingKey(id: announced) == nil {
+            throw RegistryOpenError.wrongTokenKeys(detail: "a key rotation made sealing key \(announced) current, and the file does not hold it")
+        }
         let current = Schema.MetaKey.sealingKeyCheck + [vault.ring.currentKeyID]
         if try txn.get(current, in: schema.meta) == nil { try txn.put(vault.keyCheck(), for: current, in: schema.meta) }
         let missing = try recordedKeyIDs(txn, schema).filter { vault.ring.sealingKey(id: $0) == nil }
