@@ -84,9 +84,14 @@ public struct ActivityTokenPage: Hashable, Sendable {
     public var tokens: [ActivityToken]
     /// Opaque and tamper-evident; `nil` exactly when no tokens remain.
     public var nextCursor: String?
+    /// Stored tokens this page passed over because their sealed value does
+    /// not open (damage): one bad value must not fail every holder's push.
+    /// The HTTP layer logs and counts them; `check` names them.
+    public var unreadable: Int
 
-    public init(tokens: [ActivityToken], nextCursor: String?) {
+    public init(tokens: [ActivityToken], nextCursor: String?, unreadable: Int = 0) {
         self.tokens = tokens
         self.nextCursor = nextCursor
+        self.unreadable = unreadable
     }
 }

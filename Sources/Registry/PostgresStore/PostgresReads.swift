@@ -97,18 +97,26 @@ struct PostgresReads: RegistryReads {
             WHERE \(condition) ORDER BY user_id, app_id, device_id LIMIT \(pageSize + 1)
             """, parameters)
         var tokens: [ActivityToken] = []
+        var unreadable = 0
+        var last: RecordID?
         for row in 0..<min(r.rowCount, pageSize) {
             let holder = OwnerValue(id: try PostgresRows.holder(r, row, from: 0, activity: nil).id, activityId: activityId)
-            let token = try PostgresRows.token(r, row, from: 3, .activity, of: holder, vault)
-            tokens.append(ActivityToken(activityId: activityId, userId: try r.string(row, 0) ?? "",
-                                        deviceId: try r.string(row, 2) ?? "", token: token.token,
-                                        environment: token.environment, lastSeenAt: token.updatedAt,
-                                        appId: try r.string(row, 1) ?? ""))
+            last = holder.id
+            let token: TokenValue
+            do {
+                token = try PostgresRows.token(r, row, from: 3, .activity, of: holder, vault)
+            } catch is StoredValueError {
+                unreadable += 1
+                continue
+            }
+            tokens.append(ActivityToken(activityId: activityId, userId: holder.id.user, deviceId: holder.id.device,
+                                        token: token.token, environment: token.environment, lastSeenAt: token.updatedAt,
+                                        appId: holder.id.app))
         }
-        guard r.rowCount > pageSize, let last = tokens.last else { return ActivityTokenPage(tokens: tokens, nextCursor: nil) }
-        let after = RecordID(user: last.userId, app: last.appId, device: last.deviceId).key
+        guard r.rowCount > pageSize, let last else { return ActivityTokenPage(tokens: tokens, nextCursor: nil, unreadable: unreadable) }
         return ActivityTokenPage(tokens: tokens,
-                                 nextCursor: ActivityCursor(after: after).encode(activity: activityId, secret: cursorSecret))
+                                 nextCursor: ActivityCursor(after: last.key).encode(activity: activityId, secret: cursorSecret),
+                                 unreadable: unreadable)
     }
 
     func history(userId: String, limit: Int) throws -> [HistoryEvent] {

@@ -62,7 +62,8 @@ extension LMDBRegistryStore {
 
     /// One page of an activity's fan-out, in key order. With `appId`, only
     /// that app's tokens (an app never written has none); the cursor still
-    /// names the last key returned, so a filtered walk resumes the same way.
+    /// names the last key visited, so a filtered walk resumes the same way.
+    /// A value that does not open is passed over and counted (`unreadable`).
     public func activityTokens(activityId: String, appId: String?, limit: Int, cursor: String?) throws -> ActivityTokenPage {
         let prefix = StoreKey.parts(activityId)
         var start = prefix
@@ -85,6 +86,7 @@ extension LMDBRegistryStore {
             var tokens: [ActivityToken] = []
             var lastKey: [UInt8]?
             var more = false
+            var unreadable = 0
             var names = AppCatalog.Names(read.apps)
             try read.txn.scan(schema.activityTokens, prefix: prefix, from: start) { key, value in
                 if key == resumeAfter { return true }
@@ -92,20 +94,27 @@ extension LMDBRegistryStore {
                     throw StoredValueError(what: "activity token key", reason: "malformed")
                 }
                 if let appCode, parts.id.app != appCode { return true }
-                if tokens.count == pageSize {
+                // A page is `pageSize` entries visited, unreadable ones included (as on PostgreSQL).
+                if tokens.count + unreadable == pageSize {
                     more = true
                     return false
                 }
-                let token = try TokenValue(decoding: value, in: TokenSlot(.activity, key: key), read.vault)
+                lastKey = key
+                let token: TokenValue
+                do {
+                    token = try TokenValue(decoding: value, in: TokenSlot(.activity, key: key), read.vault)
+                } catch is StoredValueError {
+                    unreadable += 1
+                    return true
+                }
                 tokens.append(ActivityToken(activityId: activityId, userId: parts.id.user, deviceId: parts.id.device,
                                             token: token.token, environment: token.environment,
                                             lastSeenAt: token.updatedAt, appId: try names.appId(parts.id.app, read.txn)))
-                lastKey = key
                 return true
             }
             let next = more ? lastKey.map { ActivityCursor(after: Array($0.dropFirst(prefix.count))) } : nil
-            return ActivityTokenPage(tokens: tokens,
-                                     nextCursor: next?.encode(activity: activityId, secret: cursorSecret))
+            return ActivityTokenPage(tokens: tokens, nextCursor: next?.encode(activity: activityId, secret: cursorSecret),
+                                     unreadable: unreadable)
         }
     }
 

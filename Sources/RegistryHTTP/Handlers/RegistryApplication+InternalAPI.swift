@@ -100,6 +100,11 @@ extension RegistryApplication {
         if let cursor, cursor.isEmpty { throw APIError.invalidField("cursor", "must not be empty") }
         let appId = try FieldCheck.appId(in: parameters)
         let page = try reads.activityTokens(activityId: activityId, appId: appId, limit: limit, cursor: cursor)
+        if page.unreadable > 0 {
+            metrics.recordUnreadableTokens(page.unreadable)
+            logger.error("unreadable_tokens_skipped", [("route", .string(call.endpoint.label)), ("count", .int(Int64(page.unreadable))),
+                                                       ("detail", .string("stored tokens whose sealed value does not open were left out of the fan-out; registryd check names them"))])
+        }
         return Self.json(200, capacity: 32 + page.tokens.count * 256) { w in
             w.beginObject()
             w.key("tokens")

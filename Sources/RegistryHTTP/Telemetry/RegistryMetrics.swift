@@ -20,6 +20,7 @@ public final class RegistryMetrics: Sendable {
         var lastSweepSeconds: Double = 0
         var sweepStepSeconds = Histogram(bounds: Histogram.latencySeconds)
         var feedbackRemoved: [String: UInt64] = [:]
+        var unreadableTokens: UInt64 = 0
     }
 
     private struct RequestKey: Hashable {
@@ -75,6 +76,11 @@ public final class RegistryMetrics: Sendable {
         state.withLock { s in s.feedbackRemoved[reason.rawValue, default: 0] += UInt64(removed) }
     }
 
+    /// Stored tokens a read passed over because their sealed value does not open.
+    public func recordUnreadableTokens(_ count: Int) {
+        state.withLock { s in s.unreadableTokens += UInt64(count) }
+    }
+
     /// The exposition text; `stats` is `nil` when the store could not be read.
     public func render(stats: StoreStats?) -> String {
         let s = state.withLock { $0 }
@@ -115,6 +121,9 @@ public final class RegistryMetrics: Sendable {
                               help: "Tokens removed by APNs feedback, by reason.", label: "reason",
                               samples: FeedbackReason.allCases.map { ($0.rawValue, Double(s.feedbackRemoved[$0.rawValue, default: 0])) },
                               into: &out)
+        PrometheusText.family("registry_unreadable_tokens_total", type: "counter",
+                              help: "Stored tokens left out of a fan-out because their sealed value does not open (damage; registryd check names them).",
+                              samples: [("", Double(s.unreadableTokens))], into: &out)
         if let stats {
             renderStore(stats, into: &out)
         }
