@@ -143,9 +143,12 @@ final class StoreFixture {
 
     /// A connection of its own to this fixture's registry (PostgreSQL only;
     /// the caller closes it): what an operator, or a fault, does beside the store.
-    func databaseConnection() throws -> PostgresConnection {
+    func databaseConnection() throws -> PostgresConnection { try PostgresConnection(databaseURL) }
+
+    /// The connection string of this fixture's registry (PostgreSQL only).
+    var databaseURL: String {
         guard case .postgres(let url) = TestBackend.current, let schema else { preconditionFailure("a PostgreSQL-only test") }
-        return try PostgresConnection(Self.url(url, schema: schema))
+        return Self.url(url, schema: schema)
     }
 
     /// The store's own consistency check (`RegistryMaintenance.check`), on either backend.
