@@ -1,3 +1,4 @@
+import Crypto
 import Codecs
 
 /// Verifies device bearer tokens: compact JWS signed with HS256, RS256 or

@@ -1,3 +1,4 @@
+import Crypto
 import Glibc
 
 /// Seals tokens for storage (AES-256-GCM) and derives the keys of the

@@ -1,3 +1,4 @@
+import Crypto
 import Codecs
 import COpenSSL
 import Foundation
@@ -62,7 +63,7 @@ enum JWTMinter {
                 var secret = try bytes(path)
                 if secret.last == UInt8(ascii: "\n") { secret.removeLast() }
                 try write(options, "hs256.jwt", header: #"{"alg":"HS256","typ":"JWT"}"#, expires: expires) { input in
-                    hmacSHA256(input, key: secret)
+                    HMACSHA256.tag(message: input, key: secret)
                 }
             }
             if let path = options.rsaKeyFile {
@@ -103,13 +104,6 @@ enum JWTMinter {
     private static func bytes(_ path: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else { throw Failure(description: "cannot read \(path)") }
         return Array(data)
-    }
-
-    private static func hmacSHA256(_ message: [UInt8], key: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 32
-        _ = HMAC(EVP_sha256(), key, Int32(key.count), message, message.count, &out, &length)
-        return out
     }
 
     /// A private key read from PKCS#8 DER; signs as JWS wants (PKCS#1 v1.5

@@ -128,13 +128,13 @@ struct EncodingTests {
 
 @Suite struct StoredTextTests {
     @Test func decodesASCIIAndUTF8AndRefusesWhatIsNotUTF8() {
-        #expect(StoredText.decode(ArraySlice("device-1".utf8)) == "device-1")
-        #expect(StoredText.decode(ArraySlice("gerät-€-\u{1F600}".utf8)) == "gerät-€-\u{1F600}")
-        #expect(StoredText.decode([]) == "")
+        #expect(LengthPrefixed.text(ArraySlice("device-1".utf8)) == "device-1")
+        #expect(LengthPrefixed.text(ArraySlice("gerät-€-\u{1F600}".utf8)) == "gerät-€-\u{1F600}")
+        #expect(LengthPrefixed.text([]) == "")
         for bad: [UInt8] in [[0xFF], [0x61, 0xC3], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0x61, 0x80, 0x62]] {
-            #expect(StoredText.decode(ArraySlice(bad)) == nil, "\(bad)")
+            #expect(LengthPrefixed.text(ArraySlice(bad)) == nil, "\(bad)")
         }
         let inside: [UInt8] = [0x00] + Array("ab".utf8) + [0xFF]
-        #expect(StoredText.decode(inside[1..<3]) == "ab")
+        #expect(LengthPrefixed.text(inside[1..<3]) == "ab")
     }
 }

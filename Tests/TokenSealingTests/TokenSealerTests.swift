@@ -1,3 +1,4 @@
+import Crypto
 import Codecs
 import Dispatch
 import Synchronization

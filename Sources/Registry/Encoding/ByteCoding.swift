@@ -1,3 +1,5 @@
+import Codecs
+
 /// Little building blocks of the stored value encoding: LEB128 varints and
 /// length-prefixed strings. Decoding never traps: a short or malformed input
 /// throws `StoredValueError`.
@@ -72,7 +74,7 @@ struct ByteReader {
         guard length <= UInt64(bytes.count - index) else { throw StoredValueError(what: what, reason: "truncated string") }
         let end = index + Int(length)
         defer { index = end }
-        guard let s = StoredText.decode(bytes[index..<end]) else {
+        guard let s = LengthPrefixed.text(bytes[index..<end]) else {
             throw StoredValueError(what: what, reason: "invalid UTF-8")
         }
         return s

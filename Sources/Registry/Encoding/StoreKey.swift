@@ -1,44 +1,21 @@
-/// Builds every LMDB key of the store from length-prefixed parts (two
-/// bytes of big-endian length, then the bytes), so an id containing any
-/// byte, separator or NUL included, cannot forge another key, and the key of
-/// a prefix (a user, an activity) is a byte prefix of its children's keys.
+import Codecs
+
+/// Builds every LMDB key of the store from length-prefixed parts
+/// (`LengthPrefixed`), so an id containing any byte, separator or NUL
+/// included, cannot forge another key, and the key of a prefix (a user, an
+/// activity) is a byte prefix of its children's keys.
 ///
 /// Limit: LMDB keys are at most 511 bytes. The longest key here, an expiry
 /// entry of an activity token, is 9 + 3 × (2 + 128) + (2 + 155) = 556 bytes
 /// at the very worst, over LMDB's limit: so an expiry entry names an
 /// activity token by (user, app, device, activity) hash, see `ExpiryKey`.
 enum StoreKey {
-    static func parts(_ parts: String...) -> [UInt8] { encode(parts) }
+    static func parts(_ parts: String...) -> [UInt8] { LengthPrefixed.encode(parts) }
 
-    static func encode(_ parts: [String]) -> [UInt8] {
-        var key: [UInt8] = []
-        for part in parts { append(Array(part.utf8), to: &key) }
-        return key
-    }
-
-    static func append(_ part: [UInt8], to key: inout [UInt8]) {
-        key.append(UInt8(truncatingIfNeeded: part.count >> 8))
-        key.append(UInt8(truncatingIfNeeded: part.count))
-        key.append(contentsOf: part)
-    }
+    static func encode(_ parts: [String]) -> [UInt8] { LengthPrefixed.encode(parts) }
 
     /// Splits a key back into its parts; `nil` when it is not well formed.
-    static func decode(_ key: some Collection<UInt8>) -> [String]? {
-        let bytes = Array(key)
-        var parts: [String] = []
-        var i = 0
-        while i < bytes.count {
-            guard i + 2 <= bytes.count else { return nil }
-            let length = Int(bytes[i]) << 8 | Int(bytes[i + 1])
-            i += 2
-            guard i + length <= bytes.count, let part = StoredText.decode(bytes[i..<i + length]) else {
-                return nil
-            }
-            parts.append(part)
-            i += length
-        }
-        return parts
-    }
+    static func decode(_ key: some Collection<UInt8>) -> [String]? { LengthPrefixed.decode(key) }
 
     /// `devices`, `pushTokens`, `pushToStart`, `tombstones`: (user, app, device).
     static func device(_ id: RecordID) -> [UInt8] { parts(id.user, id.app, id.device) }

@@ -1,3 +1,4 @@
+import Crypto
 import Codecs
 
 /// One entry of a user's token history (API.md v1.1 "Token history"): what

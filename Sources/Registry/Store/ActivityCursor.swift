@@ -1,3 +1,4 @@
+import Crypto
 import Codecs
 
 /// The fan-out's opaque cursor: the last (user, app, device) key part a page
@@ -31,6 +32,6 @@ struct ActivityCursor {
     }
 
     private static func mac(_ payload: [UInt8], activity: String, secret: [UInt8]) -> [UInt8] {
-        Array(SHA256.hmac(key: secret, message: StoreKey.parts(activity) + payload).prefix(macLength))
+        Array(HMACSHA256.tag(message: StoreKey.parts(activity) + payload, key: secret).prefix(macLength))
     }
 }

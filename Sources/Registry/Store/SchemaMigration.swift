@@ -1,3 +1,4 @@
+import Crypto
 import LMDB
 
 /// Brings an environment written by an older schema up to `Schema.version`
