@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
 import JSON
-import Registry
+import RegistryCore
 
 /// The registry's HTTP API as plain functions of `HTTPRequest` values: the
 /// server adapter calls `head` when headers are complete, then the handler

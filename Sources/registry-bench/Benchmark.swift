@@ -1,6 +1,7 @@
 import TokenSealing
 import Foundation
-import Registry
+import RegistryCore
+import RegistryLMDB
 import Synchronization
 
 /// `registry-bench` flags.

@@ -1,6 +1,7 @@
 import TokenSealing
 import Foundation
-import Registry
+import RegistryCore
+import RegistryLMDB
 
 /// The child process of the crash-recovery test: commits `count` upserts,
 /// says so on stdout, then dies by SIGKILL without closing anything, so the

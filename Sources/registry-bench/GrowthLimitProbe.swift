@@ -1,7 +1,8 @@
 import TokenSealing
 import Foundation
 import Glibc
-import Registry
+import RegistryCore
+import RegistryLMDB
 
 /// The child process of the map-growth failure test: caps its own address
 /// space (RLIMIT_AS) a little above what it uses, then writes large records

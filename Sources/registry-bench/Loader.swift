@@ -1,6 +1,8 @@
 import TokenSealing
 import Foundation
-import Registry
+import RegistryCore
+import RegistryPostgres
+import RegistryLMDB
 import Synchronization
 
 /// `registry-bench load`: writes a deterministic data set straight through

@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
 import JSON
-import Registry
+import RegistryCore
+import RegistryLMDB
 import RegistryHTTP
 import Synchronization
 

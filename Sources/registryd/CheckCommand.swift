@@ -1,5 +1,6 @@
 import Foundation
-import Registry
+import RegistryCore
+import RegistryLMDB
 
 /// `registryd check`: compares every index with its records (PostgreSQL:
 /// checks the registry's invariants); prints each problem and exits 1 when
@@ -48,12 +49,14 @@ enum CheckCommand: OperatorCommand {
 
     static func run(_ store: any RegistryMaintenance, _ settings: Settings, _ arguments: Arguments) throws -> Int32 {
         let repairing = arguments.isSet("repair")
-        if repairing, let lmdb = store as? LMDBRegistryStore {
+        if repairing {
             let progress = ProgressLine("repair", unit: .entries, total: nil)
-            let report = try Blocking.result {
-                try await lmdb.repairIndexes(lineLimit: fixLines, progress: { done in progress.update(done) })
+            let repaired = try Blocking.result {
+                try await store.repairIndexes(lineLimit: fixLines, progress: { done in progress.update(done) })
             }.get()
             progress.finish()
+            // checkSupported refused --repair where the engine keeps its own indexes.
+            guard let report = repaired else { return 2 }
             for line in report.lines { print(line) }
             if report.linesLeftOut > 0 { print("... and \(report.linesLeftOut) more") }
             print(report.summary)

@@ -1,5 +1,5 @@
 import Foundation
-import Registry
+import RegistryCore
 import RegistryHTTP
 
 /// `registryd export > records.jsonl`: every record as one JSON line on

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Registry
+import RegistryCore
 import RegistryHTTP
 
 /// `registryd import [--from FILE]`: writes `export`'s JSON lines (stdin by

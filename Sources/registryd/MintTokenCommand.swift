@@ -1,6 +1,6 @@
 import Foundation
 import JWT
-import Registry
+import RegistryCore
 
 /// `registryd mint-token --user U [--ttl D]`: prints an HS256 JWT for trying
 /// the API by hand, signed with the configured secret or else the generated

@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 
 /// An operator subcommand (`stats`, `sweep`, `backup`, `check`, `export`,
 /// `import`): work on the registry `--store` names, also while servers run

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Registry
+import RegistryCore
 import Synchronization
 
 /// A progress line for a long operator command (`export`, `import`,

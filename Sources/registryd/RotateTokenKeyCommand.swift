@@ -1,5 +1,5 @@
 import Foundation
-import Registry
+import RegistryCore
 import TokenSealing
 
 /// `registryd rotate-token-key`: a new sealing key, every token re-sealed

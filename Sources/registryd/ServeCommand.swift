@@ -3,7 +3,8 @@ import Glibc
 import HTTPServer
 import JWT
 import Lifecycle
-import Registry
+import RegistryCore
+import RegistryLMDB
 import RegistryHTTP
 
 /// `registryd serve`: wires the store, the sweeper and the HTTP server, then
@@ -74,8 +75,6 @@ enum ServeCommand: Subcommand {
         let metrics = RegistryMetrics()
         guard let store = try openStore(settings, metrics: metrics, signals: signals, logger: logger) else { return 0 }
         logUndeclaredApps(store, logger)
-        // A failed LMDB commit is final; a PostgreSQL outage passes (see waitForStop).
-        let lmdb = store as? LMDBRegistryStore
 
         let sweeper = Sweeper(store: store, interval: settings.sweepInterval) { result, seconds in
             metrics.recordSweep(result, seconds: seconds)
@@ -118,7 +117,7 @@ enum ServeCommand: Subcommand {
 
         ServiceManagerNotifier.notify("READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(shownHost):\(server.boundPort)")
 
-        let status = waitForStop(signals, storeFailed: { lmdb?.isHealthy == false }, logger: logger)
+        let status = waitForStop(signals, storeFailed: { store.hasFailedPermanently }, logger: logger)
         ServiceManagerNotifier.notify("STOPPING=1")
         services.stop()
         logger.info("stopped", [("status", .int(Int64(status)))])

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPServer
 import JWT
-import Registry
+import RegistryCore
 import RegistryHTTP
 
 /// Everything `serve` and the operator subcommands are configured with,
@@ -15,8 +15,8 @@ struct Settings {
     var dataDirectory = "./registry-data"
     /// `--store`: LMDB in `DIR/lmdb`, or PostgreSQL at `--postgres-url`.
     var backend: StoreBackend
-    /// The TTLs and limits, applied to the backend's configuration by `openStore`.
-    var rules: StoreRules
+    /// The TTLs, caps and declared apps, given to the backend's configuration by `openStore`.
+    var limits: RegistryLimits
     /// `serve`'s HTTP server: `HTTPServerConfiguration`'s defaults, then
     /// `--listen` and the connection limits and deadlines.
     var server = HTTPServerConfiguration()
@@ -38,7 +38,7 @@ struct Settings {
             dataDirectory = value
         }
         backend = try StoreBackend(arguments)
-        rules = try StoreRules(arguments)
+        limits = try StoreRules.limits(arguments)
         if let (value, source) = arguments.value("listen") {
             guard let address = ValueParsing.listenAddress(value) else {
                 throw Arguments.Failure(description: "\(source) must be HOST:PORT with an IP address or localhost, e.g. 127.0.0.1:8080 or [::1]:8080")

@@ -1,7 +1,9 @@
 import Foundation
 import JSON
 import Postgres
-import Registry
+import RegistryCore
+import RegistryPostgres
+import RegistryLMDB
 import RegistryHTTP
 
 /// `registryd stats [--json]`: record counts and map usage, as a table or as

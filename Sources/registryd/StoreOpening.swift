@@ -3,7 +3,9 @@ import Glibc
 import Lifecycle
 import Postgres
 import TokenSealing
-import Registry
+import RegistryCore
+import RegistryPostgres
+import RegistryLMDB
 import RegistryHTTP
 
 /// The one way a subcommand opens the registry `--store` names: with the
@@ -57,7 +59,7 @@ extension Settings {
             if let poolSize { configuration.poolSize = poolSize }
             if let metrics { configuration.onCommit = { report in metrics.recordCommit(report) } }
             configuration.onSweepBatch = onSweepBatch
-            rules.apply(to: &configuration)
+            configuration.limits = limits
             do {
                 return try PostgresRegistryStore(configuration: configuration)
             } catch let error as PostgresError {
@@ -81,7 +83,7 @@ extension Settings {
         configuration.reloadTokenKeys = keys.reload
         if let metrics { configuration.onCommit = { report in metrics.recordCommit(report) } }
         configuration.onSweepBatch = onSweepBatch
-        rules.apply(to: &configuration)
+        configuration.limits = limits
         do {
             return try LMDBRegistryStore(configuration: configuration)
         } catch let error as RegistryOpenError {

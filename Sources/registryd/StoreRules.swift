@@ -1,33 +1,20 @@
 import Foundation
-import Registry
+import RegistryCore
 
-/// The registry's rules as the flags set them (`--device-ttl`,
+/// The registry's limits as the flags set them (`--device-ttl`,
 /// `--activity-ttl`, `--max-devices-per-user`, `--max-activities-per-device`,
-/// `--apps`), applied to whichever backend's configuration `--store`
-/// chose. A flag left unset keeps that configuration's own default, so a
-/// default is written once, next to what it configures.
-struct StoreRules {
-    var deviceTTL: Duration?
-    var activityTTL: Duration?
-    var maxDevicesPerUser: Int?
-    var maxActivitiesPerDevice: Int?
-    var apps: DeclaredApps?
-
-    init(_ arguments: Arguments) throws(Arguments.Failure) {
-        deviceTTL = try Settings.duration(arguments, "device-ttl")
-        activityTTL = try Settings.duration(arguments, "activity-ttl")
-        maxDevicesPerUser = try Self.count(arguments, "max-devices-per-user", max: 10_000)
-        maxActivitiesPerDevice = try Self.count(arguments, "max-activities-per-device", max: 1_000)
+/// `--apps`): `RegistryLimits`' defaults, each overridden by its flag,
+/// which every engine's configuration carries as it is.
+enum StoreRules {
+    static func limits(_ arguments: Arguments) throws(Arguments.Failure) -> RegistryLimits {
+        var limits = RegistryLimits()
+        if let deviceTTL = try Settings.duration(arguments, "device-ttl") { limits.deviceTTL = deviceTTL }
+        if let activityTTL = try Settings.duration(arguments, "activity-ttl") { limits.activityTTL = activityTTL }
+        if let n = try count(arguments, "max-devices-per-user", max: 10_000) { limits.maxDevicesPerUser = n }
+        if let n = try count(arguments, "max-activities-per-device", max: 1_000) { limits.maxActivitiesPerDevice = n }
         if let failure = arguments.removedVariable("max-apps") { throw failure }
-        apps = try Self.apps(arguments)
-    }
-
-    func apply<C: RuleConfiguration>(to configuration: inout C) {
-        if let deviceTTL { configuration.deviceTTL = deviceTTL }
-        if let activityTTL { configuration.activityTTL = activityTTL }
-        if let maxDevicesPerUser { configuration.maxDevicesPerUser = maxDevicesPerUser }
-        if let maxActivitiesPerDevice { configuration.maxActivitiesPerDevice = maxActivitiesPerDevice }
-        if let apps { configuration.apps = apps }
+        if let apps = try apps(arguments) { limits.apps = apps }
+        return limits
     }
 
     /// `--apps ID[,ID…]`: each an `appId`; `default` is always added.
@@ -50,16 +37,3 @@ struct StoreRules {
         return n
     }
 }
-
-/// The rules every store configuration carries, so `StoreRules` sets them
-/// the same way on each.
-protocol RuleConfiguration {
-    var deviceTTL: Duration { get set }
-    var activityTTL: Duration { get set }
-    var maxDevicesPerUser: Int { get set }
-    var maxActivitiesPerDevice: Int { get set }
-    var apps: DeclaredApps { get set }
-}
-
-extension LMDBRegistryStore.Configuration: RuleConfiguration {}
-extension PostgresRegistryStore.Configuration: RuleConfiguration {}

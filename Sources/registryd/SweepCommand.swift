@@ -1,6 +1,6 @@
 import Foundation
 import JSON
-import Registry
+import RegistryCore
 import RegistryHTTP
 
 /// `registryd sweep [--dry-run]`: one sweep now, with the configured TTLs;

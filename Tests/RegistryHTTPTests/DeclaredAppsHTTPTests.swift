@@ -1,5 +1,5 @@
 import JSON
-import Registry
+import RegistryCore
 import Testing
 @testable import RegistryHTTP
 

@@ -1,6 +1,7 @@
 import Foundation
 import TokenSealing
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
 import Testing
 
 /// `registryd check [--repair]` run as an operator would, on a data

@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 @testable import RegistryHTTP
 

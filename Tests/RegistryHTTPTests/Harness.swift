@@ -3,12 +3,13 @@ import TokenSealing
 import HTTPServer
 import JSON
 import JWT
-import Registry
+import RegistryCore
+import RegistryLMDB
 import Synchronization
 @testable import RegistryHTTP
 
 /// A clock tests move by hand.
-final class TestClock: RegistryClock {
+final class TestClock: WallClock {
     private let current: Mutex<Int64>
 
     init(milliseconds: Int64 = 1_796_209_445_123) { current = Mutex(milliseconds) }
@@ -91,11 +92,11 @@ struct Harness {
             .appendingPathComponent("registryhttp-\(UUID().uuidString)").path
         let clock = TestClock()
         var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: try TokenKeyRing.generate())
-        configuration.maxDevicesPerUser = maxDevicesPerUser
-        configuration.deviceTTL = deviceTTL
-        configuration.activityTTL = activityTTL
+        configuration.limits.maxDevicesPerUser = maxDevicesPerUser
+        configuration.limits.deviceTTL = deviceTTL
+        configuration.limits.activityTTL = activityTTL
         configuration.clock = clock
-        configuration.apps = apps
+        configuration.limits.apps = apps
         configuration.initialMapSize = 4 << 20
         let store = try LMDBRegistryStore(configuration: configuration)
         let logs = LogCapture()

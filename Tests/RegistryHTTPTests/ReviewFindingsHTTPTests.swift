@@ -1,6 +1,6 @@
 import HTTPServer
 import JSON
-import Registry
+import RegistryCore
 import Testing
 @testable import RegistryHTTP
 

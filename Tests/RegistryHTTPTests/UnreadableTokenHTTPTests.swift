@@ -1,5 +1,6 @@
 import LMDB
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
 import Testing
 @testable import RegistryHTTP
 

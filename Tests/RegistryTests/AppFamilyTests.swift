@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// API.md v1.1 "App families": records keyed by (userId, appId, deviceId).
@@ -85,7 +85,7 @@ struct AppFamilyTests {
     }
 
     @Test func eachAppsRecordExpiresOnItsOwn() async throws {
-        let f = try makeStore { $0.deviceTTL = .seconds(10 * 3_600) }; defer { f.close() }
+        let f = try makeStore { $0.limits.deviceTTL = .seconds(10 * 3_600) }; defer { f.close() }
         try await f.store.register("alice", app: appA, "phone", token: 1)
         try await f.store.register("alice", app: appB, "phone", token: 2)
         f.clock.advance(seconds: 6 * 3_600)

@@ -1,6 +1,8 @@
 import Foundation
 import LMDB
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 
 /// A failed commit is never acknowledged: a map at its configured maximum

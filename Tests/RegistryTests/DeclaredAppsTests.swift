@@ -1,6 +1,8 @@
 import Foundation
 import Testing
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 
 /// API.md v1.2 "Apps are declared by the operator": a caller cannot create
 /// an app. A registration naming an undeclared app is refused; a delete
@@ -70,7 +72,7 @@ struct DeclaredAppsTests {
         let app = "com.acme.one"
         try await f.store.register("alice", app: app, "phone", token: 1)
         try await f.store.registerActivity("m", "alice", "phone", token: 2, appId: app)
-        f.reconfigure { $0.apps = .defaultOnly }
+        f.reconfigure { $0.limits.apps = .defaultOnly }
         try f.reopen()
         #expect(try await f.store.storedApps().contains(app))
         #expect(try await f.store.devices(userIds: ["alice"], appId: app).first?.devices.first?.pushToken?.token == apnsToken(1))
@@ -94,7 +96,7 @@ struct DeclaredAppsTests {
         try await source.store.register("alice", app: "com.acme.two", "phone", token: 1)
         var exported: [ExportedRecord] = []
         try await source.maintenance.export { exported.append($0) }
-        let target = try makeStore { $0.apps = .defaultOnly }; defer { target.close() }
+        let target = try makeStore { $0.limits.apps = .defaultOnly }; defer { target.close() }
         #expect(try await target.maintenance.importRecords(exported) == exported.count)
         #expect(try await target.store.devices(userIds: ["alice"], appId: "com.acme.two").count == 1)
         #expect(try await target.store.storedApps().contains("com.acme.two"))

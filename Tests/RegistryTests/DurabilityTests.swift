@@ -1,7 +1,9 @@
 import Foundation
 import TokenSealing
 import LMDB
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 
 /// Group commit under load, crash recovery, map growth, storage limits,

@@ -1,5 +1,7 @@
 import Codecs
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 
 /// Key and value encodings: unforgeable keys, exact round trips, and
@@ -53,12 +55,12 @@ struct EncodingTests {
     @Test func tokenOwnerAndTombstoneValuesRoundTrip() throws {
         let token = TokenValue(token: String(repeating: "ab", count: 256), environment: .sandbox,
                                updatedAt: Timestamp(milliseconds: 123_456))
-        let owner = OwnerValue(userId: "u\u{0}", deviceId: "d", activityId: "match-42")
+        let owner = TokenHolder(userId: "u\u{0}", deviceId: "d", activityId: "match-42")
         let tombstone = TombstoneValue(sequence: 1 << 63, deletedAt: Timestamp(milliseconds: 99))
         let key = StoreKey.device("u", "d")
         #expect(try TokenValue(decoding: token.encoded(key: key), key: key) == token)
-        #expect(try OwnerValue(decoding: owner.encoded()) == owner)
-        #expect(try OwnerValue(decoding: OwnerValue(userId: "u", deviceId: "d", activityId: nil).encoded()).activityId == nil)
+        #expect(try TokenHolder(decoding: owner.encoded()) == owner)
+        #expect(try TokenHolder(decoding: TokenHolder(userId: "u", deviceId: "d", activityId: nil).encoded()).activityId == nil)
         #expect(try TombstoneValue(decoding: tombstone.encoded()) == tombstone)
     }
 
@@ -79,7 +81,7 @@ struct EncodingTests {
         token[1] = 9
         #expect(throws: StoredValueError.self) { try TokenValue(decoding: token, key: key) }
         #expect(throws: StoredValueError.self) { try TombstoneValue(decoding: [1] + [UInt8](repeating: 0xFF, count: 11)) }
-        #expect(throws: StoredValueError.self) { try OwnerValue(decoding: [1, 2, 0xC3, 0x28, 1, 0x61, 0]) }
+        #expect(throws: StoredValueError.self) { try TokenHolder(decoding: [1, 2, 0xC3, 0x28, 1, 0x61, 0]) }
     }
 
     @Test func expiryKeysSortOldestFirstWithinAKind() throws {
@@ -95,7 +97,7 @@ struct EncodingTests {
 
     @Test func cursorRejectsTamperingAnotherActivityAndAnotherSecret() throws {
         let secret = [UInt8](repeating: 7, count: 32)
-        let cursor = ActivityCursor(after: StoreKey.device("user", "device"))
+        let cursor = ActivityCursor(after: .v1("user", "device"))
         let text = cursor.encode(activity: "match-1", secret: secret)
         #expect(ActivityCursor.decode(text, activity: "match-1", secret: secret)?.after == cursor.after)
         #expect(ActivityCursor.decode(text, activity: "match-2", secret: secret) == nil)
@@ -113,7 +115,7 @@ struct EncodingTests {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         var tampered = 0
         for device in ["d", "dd", "ddd"] {
-            let text = ActivityCursor(after: StoreKey.device("user", device)).encode(activity: "match-1", secret: secret)
+            let text = ActivityCursor(after: .v1("user", device)).encode(activity: "match-1", secret: secret)
             #expect(ActivityCursor.decode(text, activity: "match-1", secret: secret) != nil)
             guard text.utf8.count % 4 != 0 else { continue }
             var characters = Array(text.utf8)

@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// API.md v1.1 "Environment correction": `correctEnvironment(token:environment:)`

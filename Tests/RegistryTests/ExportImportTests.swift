@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// `export` / `importRecords` with the v1.1 additions: history events and

@@ -1,5 +1,7 @@
 import Foundation
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 
 /// One damaged sealed value (bit rot, a bad restore) must not cost every

@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// `activityTokens(activityId:limit:cursor:)`: paging, stability, signed cursors.

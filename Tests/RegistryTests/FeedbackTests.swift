@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// APNs feedback: `removeToken(_:reason:registeredBefore:)`.

@@ -1,5 +1,5 @@
 import Foundation
-import Registry
+import RegistryCore
 import Synchronization
 import Testing
 

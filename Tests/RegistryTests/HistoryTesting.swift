@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 
 /// Helpers of the v1.1 behaviour suites (history, environment correction,
 /// app families, sealing), written against `RegistryStore` only.

@@ -1,5 +1,5 @@
 import Crypto
-import Registry
+import RegistryCore
 import Testing
 
 /// API.md v1.1 "Token history": `history(userId:limit:)`, one event per token
@@ -204,7 +204,7 @@ struct HistoryTests {
     }
 
     @Test func theActivityCapEvictsWithReasonActivityCap() async throws {
-        let f = try makeStore { $0.maxActivitiesPerDevice = 2 }; defer { f.close() }
+        let f = try makeStore { $0.limits.maxActivitiesPerDevice = 2 }; defer { f.close() }
         try await f.store.registerActivity("a1", "alice", "d1", token: 1)
         f.clock.advance(seconds: 1)
         try await f.store.registerActivity("a2", "alice", "d1", token: 2)
@@ -218,8 +218,8 @@ struct HistoryTests {
 
     @Test func theSweepRemovesWithReasonExpired() async throws {
         let f = try makeStore { c in
-            c.deviceTTL = .seconds(10 * Self.hour)
-            c.activityTTL = .seconds(2 * Self.hour)
+            c.limits.deviceTTL = .seconds(10 * Self.hour)
+            c.limits.activityTTL = .seconds(2 * Self.hour)
         }
         defer { f.close() }
         try await f.store.register("alice", "old", token: 1)
@@ -311,7 +311,7 @@ struct HistoryTests {
     }
 
     @Test func eventsOlderThanTheDeviceTTLAreSwept() async throws {
-        let f = try makeStore { $0.deviceTTL = .seconds(10 * Self.hour) }; defer { f.close() }
+        let f = try makeStore { $0.limits.deviceTTL = .seconds(10 * Self.hour) }; defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
         try await f.store.signOut(userId: "alice", deviceId: "d1", sequence: nil)
         f.clock.advance(seconds: 5 * Self.hour)

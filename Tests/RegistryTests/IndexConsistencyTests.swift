@@ -1,7 +1,9 @@
 import Foundation
 import TokenSealing
 import LMDB
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 
 /// Every index is written in the same transaction as its record: after any
@@ -9,8 +11,8 @@ import Testing
 struct IndexConsistencyTests {
     @Test func indexesStayInStepThroughEveryKindOfWrite() async throws {
         let f = try makeStore(maxDevicesPerUser: 3) { c in
-            c.deviceTTL = .seconds(10 * 3_600)
-            c.activityTTL = .seconds(2 * 3_600)
+            c.limits.deviceTTL = .seconds(10 * 3_600)
+            c.limits.activityTTL = .seconds(2 * 3_600)
         }
         defer { f.close() }
         let s = f.store

@@ -1,6 +1,8 @@
 import Foundation
 import LMDB
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 
 /// `repairIndexes` rebuilds every index from the records. Each test breaks
@@ -58,7 +60,7 @@ struct IndexRepairTests {
         ])
         #expect(try await feedback(f, 1) == 0, "feedback cannot find the token")
 
-        let report = try await f.lmdb.repairIndexes(batchSize: 3)
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 3)
         #expect(report.ownerEntriesAdded == 3)
         #expect(report.fixes == 3)
         #expect(report.lines.contains("added owner entry for push token of \"alice\"/\"d1\""))
@@ -96,7 +98,7 @@ struct IndexRepairTests {
         let before = try await f.store.sweep(dryRun: true)
         #expect(before.devices == 2 && before.tombstones == 0, "alice/d2 and carol's tombstone would outlive their TTL")
 
-        let report = try await f.lmdb.repairIndexes(batchSize: 2)
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 2)
         #expect(report.expiryEntriesAdded == 3)
         #expect(report.fixes == 3)
         #expect(report.lines.contains("added expiry entry for device \"alice\"/\"d2\""))
@@ -125,7 +127,7 @@ struct IndexRepairTests {
         f.clock.advance(seconds: 91 * 86_400)
         #expect(try await f.store.sweep(dryRun: true).devices == 4, "alice/d1 counted twice")
 
-        let report = try await f.lmdb.repairIndexes(batchSize: 2)
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 2)
         #expect(report.expiryEntriesRemoved == 3)
         #expect(report.fixes == 3)
         #expect(report.lines.contains("removed expiry entry for device \"ghost\"/\"d\": no record"))
@@ -147,7 +149,7 @@ struct IndexRepairTests {
         #expect(try await f.check() == ["device \"alice\"/\"d1\": activityCount 7 but 2 activity tokens"])
         #expect(try await f.store.device(userId: "alice", deviceId: "d1")?.activityCount == 7)
 
-        let report = try await f.lmdb.repairIndexes()
+        let report = try await f.lmdb.rebuildIndexes()
         #expect(report.activityCountsFixed == 1)
         #expect(report.fixes == 1)
         #expect(report.lines == ["set activityCount of device \"alice\"/\"d1\" to 2 (it said 7)"])
@@ -171,7 +173,7 @@ struct IndexRepairTests {
             "device-activity \"bob\"/\"d1\"/\"m9\": no activity token",
         ])
 
-        let report = try await f.lmdb.repairIndexes(batchSize: 1)
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 1)
         #expect(report.deviceActivityEntriesAdded == 1)
         #expect(report.deviceActivityEntriesRemoved == 1)
         #expect(report.fixes == 2, "both counts were right all along")
@@ -194,7 +196,7 @@ struct IndexRepairTests {
         ])
         #expect(try await fanOut(f, "m1") == ["alice/d1", "bob/d1"])
 
-        let report = try await f.lmdb.repairIndexes(batchSize: 2)
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 2)
         #expect(report.orphanTokensRemoved == 2)
         #expect(report.expiryEntriesRemoved == 1)
         #expect(report.fixes == 3)
@@ -213,9 +215,9 @@ struct IndexRepairTests {
         let f = try makeStore(); defer { f.close() }
         try await populate(f)
         try f.corrupt { txn, s in
-            try txn.put(OwnerValue(userId: "alice", deviceId: "d2", activityId: nil).encoded(),
+            try txn.put(TokenHolder(userId: "alice", deviceId: "d2", activityId: nil).encoded(),
                         for: StoreKey.tokenOwner(apnsToken(1), .push), in: s.tokenOwners)
-            try txn.put(OwnerValue(userId: "alice", deviceId: "d1", activityId: "m1").encoded(),
+            try txn.put(TokenHolder(userId: "alice", deviceId: "d1", activityId: "m1").encoded(),
                         for: StoreKey.tokenOwner(apnsToken(203), .activity), in: s.tokenOwners)
         }
         #expect(Set(try await f.check()) == [
@@ -225,7 +227,7 @@ struct IndexRepairTests {
         ])
         #expect(try await feedback(f, 203) == 0)
 
-        let report = try await f.lmdb.repairIndexes(batchSize: 3)
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 3)
         #expect(report.ownerEntriesRepointed == 2)
         #expect(report.fixes == 2)
         #expect(report.lines.contains(
@@ -262,7 +264,7 @@ struct IndexRepairTests {
             "token owner entry for \"m5\"/\"alice\"/\"d2\": holder does not hold it",
         ])
 
-        let report = try await f.lmdb.repairIndexes(batchSize: 2)
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 2)
         #expect(report.duplicateTokensRemoved == 2)
         #expect(report.ownerEntriesRemoved == 2, "the rewritten records' old tokens 2 and 204")
         #expect(report.fixes == 4)
@@ -291,7 +293,7 @@ struct IndexRepairTests {
                                       key: StoreKey.device("alice", "d1"))
             try txn.put(held.encoded(key: StoreKey.device("alice", "d2")), for: StoreKey.device("alice", "d2"), in: s.pushTokens)
         }
-        let report = try await f.lmdb.repairIndexes()
+        let report = try await f.lmdb.rebuildIndexes()
         #expect(report.duplicateTokensRemoved == 1)
         #expect(try await pushToken(f, "alice", "d1") == apnsToken(1))
         #expect(try await pushToken(f, "alice", "d2") == nil)
@@ -309,7 +311,7 @@ struct IndexRepairTests {
         let file = f.configuration.directory + "/data.mdb"
         let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
         var progress: [Int] = []
-        let report = try await f.lmdb.repairIndexes(batchSize: 2, progress: { progress.append($0) })
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 2, progress: { progress.append($0) })
         #expect(report == RepairReport())
         #expect(report.summary == "repair: nothing to fix")
         #expect(try f.entries() == entries)
@@ -327,7 +329,7 @@ struct IndexRepairTests {
             try txn.put([1, 0, 7], for: StoreKey.device("alice", "d1"), in: s.devices)
             _ = try txn.delete(StoreKey.tokenOwner(apnsToken(3), .push), in: s.tokenOwners)
         }
-        let report = try await f.lmdb.repairIndexes()
+        let report = try await f.lmdb.rebuildIndexes()
         #expect(report.unreadableRecords == 1)
         #expect(report.ownerEntriesAdded == 1)
         #expect(report.fixes == 1)
@@ -346,7 +348,7 @@ struct IndexRepairTests {
         try f.corrupt { txn, s in
             for n in [1, 2, 3] { _ = try txn.delete(StoreKey.tokenOwner(apnsToken(n), .push), in: s.tokenOwners) }
         }
-        let report = try await f.lmdb.repairIndexes(batchSize: 1, lineLimit: 1)
+        let report = try await f.lmdb.rebuildIndexes(batchSize: 1, lineLimit: 1)
         #expect(report.ownerEntriesAdded == 3)
         #expect(report.lines == ["added owner entry for push token of \"bob\"/\"d1\""])
         #expect(report.linesLeftOut == 2)
@@ -377,7 +379,7 @@ struct IndexRepairTests {
         let lmdb = f.lmdb, clock = f.clock
         let writesDone = Recorder<Int>()
         let seenMidway = Recorder<Int>()
-        async let repaired = lmdb.repairIndexes(batchSize: 4, progress: { _ in
+        async let repaired = lmdb.rebuildIndexes(batchSize: 4, progress: { _ in
             let done = writesDone.all.count
             if done > 0 && done < 200 { seenMidway.record(done) }
         })

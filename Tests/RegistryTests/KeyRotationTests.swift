@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import TokenSealing
 import Testing
 

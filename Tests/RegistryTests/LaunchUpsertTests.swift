@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// `POST /v1/devices`: create, update, rotate, keep, remove, validate.

@@ -1,5 +1,5 @@
 import Foundation
-import Registry
+import RegistryCore
 import Testing
 
 /// What one caller can store is bounded (API.md v1.1 "Limits"): activity
@@ -12,7 +12,7 @@ struct LimitsTests {
     }
 
     @Test func activityTokensPerDeviceAreCappedByEvictingTheLeastRecentlySeen() async throws {
-        let f = try makeStore { $0.maxActivitiesPerDevice = 3 }; defer { f.close() }
+        let f = try makeStore { $0.limits.maxActivitiesPerDevice = 3 }; defer { f.close() }
         for i in 0..<3 {
             try await registerActivity(f.store, "match-\(i)", token: 100 + i)
             f.clock.advance(seconds: 1)

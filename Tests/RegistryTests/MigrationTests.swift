@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
 import LMDB
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 
 /// Environments written by earlier schemas are brought up to schema 3 at

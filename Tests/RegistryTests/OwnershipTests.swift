@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// One owner per token, the device cap, and registrations that create devices.

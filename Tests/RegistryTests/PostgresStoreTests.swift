@@ -1,6 +1,8 @@
 import Foundation
 import Postgres
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 import TokenSealing
 
@@ -84,7 +86,7 @@ import TokenSealing
     }
 
     @Test func onlyOneNodeSweepsAtATime() async throws {
-        let f = try makeStore { $0.deviceTTL = .seconds(3_600) }; defer { f.close() }
+        let f = try makeStore { $0.limits.deviceTTL = .seconds(3_600) }; defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)
         f.clock.advance(seconds: 7_200)
         let holder = try f.databaseConnection(); defer { holder.close() }
@@ -186,7 +188,7 @@ import TokenSealing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: TestKeys.ring)
         configuration.clock = postgres.clock
-        configuration.apps = TestApps.declared
+        configuration.limits.apps = TestApps.declared
         let lmdb = try LMDBRegistryStore(configuration: configuration)
         defer { lmdb.shutdown() }
         try await lmdb.register("alice", "phone", token: 1, sequence: 3)

@@ -1,4 +1,6 @@
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 
 /// The v1-shaped key helpers the store tests were written with, over the
 /// schema 3 keys: a record of the `default` app, which is the first app a
@@ -22,7 +24,7 @@ extension RecordID {
     static func v1(_ user: String, _ device: String) -> RecordID { RecordID(user: user, app: "0", device: device) }
 }
 
-extension OwnerValue {
+extension TokenHolder {
     init(userId: String, deviceId: String, activityId: String?) {
         self.init(id: .v1(userId, deviceId), activityId: activityId)
     }

@@ -1,6 +1,8 @@
 import Foundation
 import LMDB
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Synchronization
 import Testing
 
@@ -74,7 +76,7 @@ struct ReviewFindingsTests {
     /// the sweep between two bounded batches.
     @Test func stoppingTheSweeperEndsARunningSweepBetweenBatches() async throws {
         let f = try makeStore { c in
-            c.deviceTTL = .seconds(60)
+            c.limits.deviceTTL = .seconds(60)
             c.sweepBatchSize = 5
         }
         defer { f.close() }
@@ -105,8 +107,8 @@ struct ReviewFindingsTests {
     @Test(.lmdbOnly) func aDryRunCountsTheSameWithTinyBatches() async throws {
         let batches = Recorder<SweepBatchReport>()
         let f = try makeStore { c in
-            c.deviceTTL = .seconds(60)
-            c.activityTTL = .seconds(60)
+            c.limits.deviceTTL = .seconds(60)
+            c.limits.activityTTL = .seconds(60)
             c.sweepBatchSize = 2
             c.onSweepBatch = { batches.record($0) }
         }

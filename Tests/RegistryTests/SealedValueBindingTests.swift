@@ -1,7 +1,9 @@
 import Foundation
 import LMDB
 import Postgres
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 @testable import TokenSealing
 import Testing
 

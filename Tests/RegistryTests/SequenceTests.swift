@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// The per-(user, device) `sequence`, shared by the three registrations and the sign-out.

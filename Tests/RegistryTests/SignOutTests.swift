@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 import Testing
 
 /// Sign-out and the single-token deletes.

@@ -3,7 +3,9 @@ import TokenSealing
 import LMDB
 import Postgres
 import Testing
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Synchronization
 
 /// The token keys every in-process test store uses (one ring per test
@@ -21,7 +23,7 @@ enum TestApps {
 }
 
 /// A clock the test moves by hand, so expiry is tested without sleeping.
-final class TestClock: RegistryClock {
+final class TestClock: WallClock {
     private let milliseconds: Mutex<Int64>
 
     /// Starts at a fixed instant (2026-01-01T00:00:00Z) far from bucket edges' surprises.
@@ -90,7 +92,7 @@ final class StoreFixture {
         clock = TestClock()
         var configuration = LMDBRegistryStore.Configuration(directory: directory + "/env", tokenKeys: TestKeys.ring)
         configuration.clock = clock
-        configuration.apps = TestApps.declared
+        configuration.limits.apps = TestApps.declared
         configure(&configuration)
         self.configuration = configuration
         switch TestBackend.current {
@@ -119,11 +121,7 @@ final class StoreFixture {
                                                                 tokenKeys: lmdb.tokenKeys)
         configuration.poolSize = poolSize
         configuration.reloadTokenKeys = lmdb.reloadTokenKeys
-        configuration.maxDevicesPerUser = lmdb.maxDevicesPerUser
-        configuration.maxActivitiesPerDevice = lmdb.maxActivitiesPerDevice
-        configuration.apps = lmdb.apps
-        configuration.deviceTTL = lmdb.deviceTTL
-        configuration.activityTTL = lmdb.activityTTL
+        configuration.limits = lmdb.limits
         configuration.clock = lmdb.clock
         configuration.onSweepBatch = lmdb.onSweepBatch
         configuration.onCommit = lmdb.onCommit
@@ -209,7 +207,7 @@ final class StoreFixture {
 func makeStore(maxDevicesPerUser: Int = 20,
                configure: (inout LMDBRegistryStore.Configuration) -> Void = { _ in }) throws -> StoreFixture {
     try StoreFixture { configuration in
-        configuration.maxDevicesPerUser = maxDevicesPerUser
+        configuration.limits.maxDevicesPerUser = maxDevicesPerUser
         configure(&configuration)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
-import Registry
+import RegistryCore
+import RegistryLMDB
 import Testing
 
 /// Expiry: what a sweep removes, dry runs, re-checks, bounded batches, the sweeper thread.
@@ -9,8 +10,8 @@ struct SweepTests {
     /// A store with a 10-hour device TTL and a 2-hour activity TTL.
     private func makeExpiringStore(configure: (inout LMDBRegistryStore.Configuration) -> Void = { _ in }) throws -> StoreFixture {
         try makeStore { c in
-            c.deviceTTL = .seconds(10 * Self.hour)
-            c.activityTTL = .seconds(2 * Self.hour)
+            c.limits.deviceTTL = .seconds(10 * Self.hour)
+            c.limits.activityTTL = .seconds(2 * Self.hour)
             configure(&c)
         }
     }

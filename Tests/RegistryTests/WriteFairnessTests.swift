@@ -1,7 +1,9 @@
 import Foundation
 import Postgres
 import Synchronization
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
+@testable import RegistryPostgres
 import Testing
 
 /// One user cannot starve a PostgreSQL node: a user's writes wait for their
@@ -13,7 +15,7 @@ import Testing
     /// 4 connections: every other user's write still goes through while the
     /// lock is held. (When a write waited for its user's lock on a pool
     /// connection, the 64 took every connection and the others waited for
-    /// the lock's holder: here, for the forced release after 10 s.)
+    /// the lock's holder: here, for the forced release after 30 s.)
     @Test func aUserWithManyWritesWaitingNeverHoldsThePool() async throws {
         let f = try makeStore(); defer { f.close() }
         let node = try f.anotherNode(poolSize: 4); defer { node.shutdown() }
@@ -63,12 +65,12 @@ import Testing
 }
 
 /// Another node's session holding a user's advisory lock (a long write of
-/// that user) until the test's other writes are done, or 10 s at most.
+/// that user) until the test's other writes are done, or 30 s at most.
 private final class LockHolder: Sendable {
     let locked = DispatchSemaphore(value: 0)
     let othersDone = DispatchSemaphore(value: 0)
     let released = DispatchSemaphore(value: 0)
-    /// The 10 s ran out before the other writes were done.
+    /// The 30 s ran out before the other writes were done.
     let forced = Atomic<Bool>(false)
 
     init(url: String, user: String) {
@@ -83,7 +85,7 @@ private final class LockHolder: Sendable {
             let lock = PostgresLocks(schema: schema).user(user)
             _ = try? session.tryAdvisoryLock(lock)
             locked.signal()
-            if othersDone.wait(timeout: .now() + 10) == .timedOut { forced.store(true, ordering: .sequentiallyConsistent) }
+            if othersDone.wait(timeout: .now() + 30) == .timedOut { forced.store(true, ordering: .sequentiallyConsistent) }
             _ = try? session.advisoryUnlock(lock)
         }.start()
     }

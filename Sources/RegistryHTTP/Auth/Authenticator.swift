@@ -1,7 +1,7 @@
 import Codecs
 import HTTPServer
 import JWT
-import Registry
+import RegistryCore
 
 /// Checks the bearer credential of a request against the route's surface.
 ///
@@ -15,9 +15,9 @@ import Registry
 public struct Authenticator: Sendable {
     public let verifier: JWTVerifier
     private let apiKey: [UInt8]
-    private let clock: any RegistryClock
+    private let clock: any WallClock
 
-    public init(verifier: JWTVerifier, internalAPIKey: [UInt8], clock: any RegistryClock) {
+    public init(verifier: JWTVerifier, internalAPIKey: [UInt8], clock: any WallClock) {
         self.verifier = verifier
         self.apiKey = internalAPIKey
         self.clock = clock

@@ -1,5 +1,5 @@
 import JSON
-import Registry
+import RegistryCore
 
 /// Typed access to a JSON request body's members, each failure a 400
 /// `invalid_field` naming the member. Unknown members are ignored (forward

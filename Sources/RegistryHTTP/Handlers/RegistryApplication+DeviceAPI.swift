@@ -1,6 +1,6 @@
 import HTTPServer
 import JSON
-import Registry
+import RegistryCore
 
 /// `/v1/...`: a device acting on its own user's records. The user is always
 /// the JWT's `sub`; another user's `deviceId` answers as a missing device.

@@ -1,6 +1,6 @@
 import HTTPServer
 import JSON
-import Registry
+import RegistryCore
 
 /// `/internal/v1/...`, `/metrics` and `/healthz`: the push sender and
 /// operators. These see tokens (sender views), so none of their answers

@@ -1,5 +1,5 @@
 import JSON
-import Registry
+import RegistryCore
 
 /// The JSON shapes of `/internal/v1/stats` and `/internal/v1/sweep`, shared
 /// with `registryd stats --json` and `registryd sweep` so both print the

@@ -1,5 +1,5 @@
 import JSON
-import Registry
+import RegistryCore
 
 /// The two ways a device is shown, a fan-out entry and a history event,
 /// written straight into the response (no intermediate values: these are

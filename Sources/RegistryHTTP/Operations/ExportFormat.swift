@@ -1,5 +1,5 @@
 import JSON
-import Registry
+import RegistryCore
 
 /// The JSON Lines format of `registryd export` and `import`: one object per
 /// line, `{"device": {…}}` with its tokens, `{"tombstone": {…}}`, or

@@ -1,5 +1,5 @@
 import HTTPServer
-import Registry
+import RegistryCore
 
 /// One endpoint of API.md: everything the service knows about it, in one row
 /// of `RouteTable`. Routing, 404/405 with `Allow`, the credential check, the

@@ -1,5 +1,5 @@
 import HTTPServer
-import Registry
+import RegistryCore
 
 /// A rejection in the contract's terms: status, snake_case code, and a
 /// message naming the offending field or header. The one place where

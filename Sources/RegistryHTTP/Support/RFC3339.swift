@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 
 /// RFC 3339 timestamps as the API writes and reads them, with no
 /// `DateFormatter` (not thread-safe to share, and slow per call).

@@ -1,6 +1,6 @@
 import Foundation
 import JSON
-import Registry
+import RegistryCore
 import Synchronization
 
 /// One JSON line per event on stderr: `{"ts":…,"level":…,"event":…, …}`.

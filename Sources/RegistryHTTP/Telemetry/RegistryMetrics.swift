@@ -1,5 +1,5 @@
 import JSON
-import Registry
+import RegistryCore
 import Synchronization
 
 /// Everything `/metrics` shows. Request, commit and sweep observations are

@@ -1,5 +1,5 @@
 import JSON
-import Registry
+import RegistryCore
 @testable import RegistryHTTP
 
 /// Fuzz target `export-line`: one line of `registryd import` input.

@@ -1,5 +1,6 @@
 import TokenSealing
-@testable import Registry
+@testable import RegistryCore
+@testable import RegistryLMDB
 
 /// Fuzz target `stored-values`: every decoder of bytes read back from LMDB
 /// (the four value encodings, store keys, expiry keys) and the fan-out
@@ -35,8 +36,8 @@ enum StoredValuesFuzz {
         if let value = try? HistoryValue(decoding: bytes) {
             check.expect((try? HistoryValue(decoding: value.encoded())) == value, "history value does not round-trip: \(bytes)")
         }
-        if let value = try? OwnerValue(decoding: bytes) {
-            check.expect((try? OwnerValue(decoding: value.encoded())) == value, "owner value does not round-trip: \(bytes)")
+        if let value = try? TokenHolder(decoding: bytes) {
+            check.expect((try? TokenHolder(decoding: value.encoded())) == value, "owner value does not round-trip: \(bytes)")
         }
         if let value = try? TombstoneValue(decoding: bytes) {
             check.expect((try? TombstoneValue(decoding: value.encoded())) == value, "tombstone does not round-trip: \(bytes)")

@@ -1,4 +1,4 @@
-import Registry
+import RegistryCore
 @testable import RegistryHTTP
 
 /// Fuzz target `timestamps`: RFC 3339 parsing (feedback `timestamp`) and

@@ -1,6 +1,0 @@
-/// The store's source of "now", injectable so tests control expiry without
-/// sleeping. Not `Clock`: that name would shadow `Swift.Clock` in every file
-/// that imports Registry.
-public protocol RegistryClock: Sendable {
-    func now() -> Timestamp
-}

@@ -1,0 +1,36 @@
+import Codecs
+
+/// Where a sealed token lives: its kind and its holder (the record, and the
+/// activity for an activity token). `TokenVault` binds every sealed value
+/// to its slot (the AEAD's associated data), so a sealed value opens only
+/// where it was written: whoever can write a backup or the database without
+/// the token keys cannot move their own sealed token into a victim's record
+/// (and so receive the victim's pushes, or have theirs sent to them).
+///
+/// The slot's bytes are the kind byte, then the holder as the LMDB store
+/// keys the token: (user, app, device) for push and push-to-start tokens,
+/// (activity, user, app, device) for activity tokens, each part length-
+/// prefixed (`LengthPrefixed`), with the app as the store names it. So
+/// the LMDB store, whose keys are exactly these, builds a slot from the key
+/// it read the value under, without decoding it.
+package struct TokenSlot: Hashable, Sendable {
+    package let kind: TokenKind
+    package let bytes: [UInt8]
+
+    /// The slot of a value stored under `key` in `kind`'s database (LMDB).
+    package init(_ kind: TokenKind, key: some Collection<UInt8>) {
+        self.kind = kind
+        var bytes = [kind.rawValue]
+        bytes.append(contentsOf: key)
+        self.bytes = bytes
+    }
+
+    /// The slot of `holder`'s token of `kind`.
+    package init(_ kind: TokenKind, _ holder: TokenHolder) {
+        let id = holder.id
+        switch kind {
+        case .push, .pushToStart: self.init(kind, key: LengthPrefixed.encode([id.user, id.app, id.device]))
+        case .activity: self.init(kind, key: LengthPrefixed.encode([holder.activityId ?? "", id.user, id.app, id.device]))
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Codecs
+import RegistryCore
+
+/// Builds every LMDB key of the store from length-prefixed parts
+/// (`LengthPrefixed`), so an id containing any byte, separator or NUL
+/// included, cannot forge another key, and the key of a prefix (a user, an
+/// activity) is a byte prefix of its children's keys.
+///
+/// Limit: LMDB keys are at most 511 bytes. The longest key here, an expiry
+/// entry of an activity token, is 9 + 3 × (2 + 128) + (2 + 155) = 556 bytes
+/// at the very worst, over LMDB's limit: so an expiry entry names an
+/// activity token by (user, app, device, activity) hash, see `ExpiryKey`.
+enum StoreKey {
+    static func parts(_ parts: String...) -> [UInt8] { LengthPrefixed.encode(parts) }
+
+    static func encode(_ parts: [String]) -> [UInt8] { LengthPrefixed.encode(parts) }
+
+    /// Splits a key back into its parts; `nil` when it is not well formed.
+    static func decode(_ key: some Collection<UInt8>) -> [String]? { LengthPrefixed.decode(key) }
+
+    /// `devices`, `pushTokens`, `pushToStart`, `tombstones`: (user, app, device).
+    static func device(_ id: RecordID) -> [UInt8] { parts(id.user, id.app, id.device) }
+
+    /// The prefix of every (user, …) key.
+    static func user(_ user: String) -> [UInt8] { parts(user) }
+
+    /// The prefix of one app's (user, app, …) keys: what the device cap counts.
+    static func userApp(_ user: String, _ app: String) -> [UInt8] { parts(user, app) }
+
+    /// `activityTokens`: (activity, user, app, device).
+    static func activityToken(_ activity: String, _ id: RecordID) -> [UInt8] {
+        parts(activity, id.user, id.app, id.device)
+    }
+
+    /// `deviceActivities`: (user, app, device, activity).
+    static func deviceActivity(_ id: RecordID, _ activity: String) -> [UInt8] {
+        parts(id.user, id.app, id.device, activity)
+    }
+
+    /// `history`: (user), then the event's time (8 bytes, big-endian
+    /// milliseconds) and a counter (4 bytes) for events of one millisecond,
+    /// so a user's events are in time order and a reverse scan is newest first.
+    static func history(_ user: String, at time: Timestamp, counter: UInt32) -> [UInt8] {
+        var key = StoreKey.user(user)
+        let ms = UInt64(max(0, time.milliseconds))
+        for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: ms >> UInt64(shift))) }
+        for shift in stride(from: 24, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: counter >> UInt32(shift))) }
+        return key
+    }
+
+    /// (time, counter) of a history key: its last 12 bytes.
+    static func historyClock(_ key: [UInt8]) -> (at: Timestamp, counter: UInt32)? {
+        guard key.count > 12 else { return nil }
+        let tail = key.suffix(12)
+        let ms = tail.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let counter = tail.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return (Timestamp(milliseconds: Int64(bitPattern: ms)), counter)
+    }
+
+    /// The record a (user, app, device) key names; `nil` when malformed.
+    static func recordID(_ key: some Collection<UInt8>) -> RecordID? {
+        guard let parts = decode(key), parts.count == 3 else { return nil }
+        return RecordID(user: parts[0], app: parts[1], device: parts[2])
+    }
+
+    /// (activity, record) of an `activityTokens` key.
+    static func activityTokenParts(_ key: some Collection<UInt8>) -> (activity: String, id: RecordID)? {
+        guard let parts = decode(key), parts.count == 4 else { return nil }
+        return (parts[0], RecordID(user: parts[1], app: parts[2], device: parts[3]))
+    }
+
+    /// (record, activity) of a `deviceActivities` key.
+    static func deviceActivityParts(_ key: some Collection<UInt8>) -> (id: RecordID, activity: String)? {
+        guard let parts = decode(key), parts.count == 4 else { return nil }
+        return (RecordID(user: parts[0], app: parts[1], device: parts[2]), parts[3])
+    }
+}
+
+extension RecordID {
+    /// The record's key in `devices`, `pushTokens`, `pushToStart` and
+    /// `tombstones`: (user, app code, device), which is also its `identity`.
+    var key: [UInt8] { StoreKey.device(self) }
+}

@@ -1,0 +1,120 @@
+import RegistryCore
+import Postgres
+
+/// The PostgreSQL store's writes: one transaction each, on a pooled
+/// connection, in their user's turn.
+extension PostgresRegistryStore {
+    /// Runs `body` as one REPEATABLE READ transaction and returns its value
+    /// once COMMIT succeeded.
+    ///
+    /// A write of `user` first waits for its turn on this node
+    /// (`PostgresWriteQueue`), holding no connection: a user's writes run
+    /// one at a time, so one user with many writes in flight never occupies
+    /// the pool. Then, on a connection and before BEGIN, it takes the key
+    /// barrier shared and tries the user's session advisory lock (held by
+    /// another node's write of the user: the connection goes back to the
+    /// pool and the write tries again shortly), so the transaction's
+    /// snapshot sees every earlier write of the user and of any key rotation.
+    /// Its first statement, sent with BEGIN, reads the sealing key a
+    /// rotation announced: a node whose key is older reloads its key file
+    /// first, or refuses to seal (`SealingKeys.forWriting`).
+    ///
+    /// Why not SERIALIZABLE: its read locks are page-level on small indexes,
+    /// so unrelated users' launch upserts failed each other (tools/ha-test:
+    /// about 5% answered 503 after ten retries). The rules need less: the
+    /// user lock runs a user's writes (device and activity caps, tombstones,
+    /// history) one at a time; what one transaction does to another user's
+    /// rows (the one-owner rule deleting a holder, feedback, a sweep) meets
+    /// that user's writes on the same rows, which REPEATABLE READ refuses as
+    /// a concurrent update (40001); two users claiming a new token at once
+    /// meet on the unique owner key (23505). Both run again.
+    ///
+    /// Retried: 40001, 40P01, 23505 (ten attempts, jittered pauses), a user
+    /// lock held elsewhere (up to `userLockAttempts` tries), and a connection
+    /// that broke before COMMIT was sent (twice). Never retried: a COMMIT
+    /// whose outcome is unknown (503; the client's retry with its sequence
+    /// settles it).
+    package var limits: RegistryLimits { configuration.limits }
+
+    package func writing<T: Sendable>(user: String? = nil,
+                                      _ body: @escaping @Sendable (PostgresRecordWriter) throws -> T) async throws -> T {
+        try await queue.enter(user)
+        defer { queue.leave(user) }
+        let keys = sealingKeys, apps = self.apps, clock = configuration.clock, barrier = locks.keyBarrier
+        let began = ContinuousClock.now
+        // Metrics see what reached the database: a commit, or a database failure (not a rule's refusal).
+        let report = { [onCommit = configuration.onCommit] (succeeded: Bool) in
+            onCommit?(CommitBatchReport(commands: 1, succeeded: succeeded, seconds: (ContinuousClock.now - began).inSeconds))
+        }
+        let userLock = user.map(locks.user)
+        var conflicts = 0, reconnects = 0, userLockTries = 0
+        while true {
+            do {
+                let value = try await pool.withConnection { connection -> T? in
+                    try Self.holding(barrier: barrier, user: userLock, connection) {
+                        try connection.transaction(isolation: .repeatableRead, opening: Self.announcedKeyQuery) { connection, opened in
+                            let announced = try opened.flatMap { $0.rowCount == 1 ? try $0.bytes(0, 0)?.first : nil }
+                            let vault = keys.forWriting(announced: announced) { ring in
+                                try PostgresMeta.verifySealingKeys(ring, connection)
+                            }
+                            return try body(PostgresRecordWriter(connection: connection, vault: vault, apps: apps, now: clock.now()))
+                        }
+                    }
+                }
+                guard let value else {
+                    userLockTries += 1
+                    guard userLockTries < Self.userLockAttempts else {
+                        throw RegistryError.unavailable(reason: "overloaded: another node held the user's lock for every try")
+                    }
+                    try await Task.sleep(for: .milliseconds(min(32, 1 << min(userLockTries, 5))))
+                    continue
+                }
+                report(true)
+                return value
+            } catch let error as PostgresError where (error.isSerializationFailure || error.isUniqueViolation()) && conflicts < 9 {
+                conflicts += 1
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...min(100, 1 << min(conflicts, 7)) * 1_000)))
+            } catch let error as PostgresError where error.failedBeforeCommit && reconnects < 2 {
+                reconnects += 1
+                try await Task.sleep(for: .milliseconds(Int.random(in: 100...200) * reconnects))
+            } catch let error as PostgresError {
+                report(false)
+                throw RegistryError.unavailable(reason: error.description)
+            } catch let unknown as UnknownSealingKey {
+                throw unknown.unavailable
+            }
+        }
+    }
+
+    /// Tries for a user lock another node holds: about 5 s in all.
+    static let userLockAttempts = 160
+
+    /// The first statement of every write, sent with its BEGIN.
+    static let announcedKeyQuery =
+        "SELECT value FROM registry_meta WHERE name = '\(PostgresSchema.Meta.sealingKeyID)'"
+
+    /// Runs `body` holding the key barrier shared and, when given, the
+    /// user's session advisory lock, both taken (in one statement) before
+    /// and released after it. `nil` without running `body` when another
+    /// session holds the user lock. Locks that cannot be released go with
+    /// their connection (the pool replaces it).
+    private static func holding<T>(barrier: Int64, user: Int64?, _ connection: PostgresConnection,
+                                   _ body: () throws -> T) throws -> T? {
+        guard let user else {
+            try connection.query("SELECT pg_advisory_lock_shared($1)", [.int64(barrier)])
+            defer { release(barrier: barrier, user: nil, connection) }
+            return try body()
+        }
+        let locked = try connection.query("SELECT pg_advisory_lock_shared($1), pg_try_advisory_lock($2)",
+                                          [.int64(barrier), .int64(user)]).bool(0, 1) ?? false
+        defer { release(barrier: barrier, user: locked ? user : nil, connection) }
+        return locked ? try body() : nil
+    }
+
+    private static func release(barrier: Int64, user: Int64?, _ connection: PostgresConnection) {
+        let sql = user == nil ? "SELECT pg_advisory_unlock_shared($1)"
+                              : "SELECT pg_advisory_unlock_shared($1) AND pg_advisory_unlock($2)"
+        let parameters: [PostgresValue?] = user.map { [.int64(barrier), .int64($0)] } ?? [.int64(barrier)]
+        if (try? connection.query(sql, parameters).bool(0, 0)) != true { connection.close() }
+    }
+}

@@ -1,0 +1,118 @@
+import RegistryCore
+import Postgres
+
+/// The PostgreSQL store's tables, as versioned migrations (`PostgresMigrations`
+/// applies them at start, once across nodes starting together).
+///
+/// Every id column is `COLLATE "C"`: ids compare and sort as UTF-8 bytes,
+/// as the contract orders them (and as the LMDB store's keys do); equality
+/// is byte equality. Timestamps are milliseconds since 1970 (`bigint`);
+/// sequences are `numeric(20,0)` (an unsigned 64-bit value does not fit
+/// `bigint`). Tokens are sealed (`TokenVault`): `sealed` opens only with
+/// the token keys, and `owner_key` (HMAC of the token under the index key,
+/// kind byte last) is unique, which is the one-owner rule's index.
+enum PostgresSchema {
+    static let migrations = PostgresMigrations([
+        PostgresMigration(version: 1, sql: """
+            CREATE TABLE registry_meta (
+                name text COLLATE "C" PRIMARY KEY,
+                value bytea NOT NULL
+            );
+            CREATE TABLE registry_apps (
+                app_id text COLLATE "C" PRIMARY KEY
+            );
+            CREATE TABLE registry_devices (
+                user_id text COLLATE "C" NOT NULL,
+                app_id text COLLATE "C" NOT NULL REFERENCES registry_apps,
+                device_id text COLLATE "C" NOT NULL,
+                platform text NOT NULL CHECK (platform IN ('apns', 'fcm')),
+                environment text NOT NULL CHECK (environment IN ('production', 'sandbox')),
+                os_version text,
+                app_version text,
+                created_at bigint NOT NULL,
+                last_seen_at bigint NOT NULL,
+                sequence numeric(20, 0),
+                PRIMARY KEY (user_id, app_id, device_id)
+            );
+            CREATE INDEX registry_devices_last_seen ON registry_devices (last_seen_at);
+            -- kind: 1 push, 2 push-to-start, 3 activity (activity_id '' for the first two).
+            CREATE TABLE registry_tokens (
+                user_id text COLLATE "C" NOT NULL,
+                app_id text COLLATE "C" NOT NULL,
+                device_id text COLLATE "C" NOT NULL,
+                kind smallint NOT NULL CHECK (kind IN (1, 2, 3)),
+                activity_id text COLLATE "C" NOT NULL,
+                sealed bytea NOT NULL,
+                owner_key bytea NOT NULL UNIQUE,
+                environment text NOT NULL CHECK (environment IN ('production', 'sandbox')),
+                updated_at bigint NOT NULL,
+                PRIMARY KEY (user_id, app_id, device_id, kind, activity_id),
+                FOREIGN KEY (user_id, app_id, device_id) REFERENCES registry_devices ON DELETE CASCADE,
+                CHECK ((kind = 3) = (activity_id <> ''))
+            );
+            CREATE INDEX registry_tokens_fan_out ON registry_tokens (activity_id, user_id, app_id, device_id)
+                WHERE kind = 3;
+            CREATE INDEX registry_tokens_activity_expiry ON registry_tokens (updated_at) WHERE kind = 3;
+            CREATE TABLE registry_tombstones (
+                user_id text COLLATE "C" NOT NULL,
+                app_id text COLLATE "C" NOT NULL REFERENCES registry_apps,
+                device_id text COLLATE "C" NOT NULL,
+                sequence numeric(20, 0) NOT NULL,
+                deleted_at bigint NOT NULL,
+                PRIMARY KEY (user_id, app_id, device_id)
+            );
+            CREATE INDEX registry_tombstones_deleted ON registry_tombstones (deleted_at);
+            CREATE TABLE registry_history (
+                user_id text COLLATE "C" NOT NULL,
+                at bigint NOT NULL,
+                counter integer NOT NULL,
+                app_id text COLLATE "C" NOT NULL,
+                device_id text COLLATE "C" NOT NULL,
+                kind text NOT NULL,
+                activity_id text COLLATE "C",
+                action text NOT NULL,
+                reason text,
+                feedback_reason text,
+                fingerprint text NOT NULL,
+                PRIMARY KEY (user_id, at, counter)
+            );
+            CREATE INDEX registry_history_at ON registry_history (at);
+            """),
+        // Sealed values bound to their record (`TokenSlot`): the store seals
+        // the older ones again at open (`PostgresTokenBinding`); the version
+        // keeps a build that cannot open them from starting. Nodes record
+        // the sealing keys they hold (`PostgresNode`), so a key rotation
+        // retires an old key only once every live node has the new one.
+        PostgresMigration(version: 2, sql: """
+            COMMENT ON COLUMN registry_tokens.sealed IS
+                'AES-256-GCM (TokenSealer format 2), bound to kind, user, app, device and activity';
+            CREATE TABLE registry_nodes (
+                node_id text COLLATE "C" PRIMARY KEY,
+                name text NOT NULL,
+                current_key smallint NOT NULL,
+                key_ids bytea NOT NULL,
+                seen_at bigint NOT NULL
+            );
+            """),
+    ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
+
+    /// The highest migration this build knows: a database migrated further
+    /// by a newer build is refused at start.
+    static var version: Int64 { migrations.migrations.last?.version ?? 0 }
+
+    /// `registry_meta` names.
+    enum Meta {
+        static let cursorSecret = "cursorSecret"
+        static let indexKeyCheck = "indexKeyCheck"
+        /// Followed by the key id in decimal.
+        static let sealingKeyCheck = "sealingKeyCheck."
+        static let lastSweepAt = "lastSweepAt"
+        /// The sealing key id a rotation announced: every node seals under it once it sees it.
+        static let sealingKeyID = "sealingKeyID"
+        /// Who holds the rotation lock (its pid and host), for the refusal of a second rotation.
+        static let rotationHolder = "rotationHolder"
+        /// Present once every sealed value is bound to its record (`PostgresTokenBinding`).
+        static let sealedValuesBound = "sealedValuesBound"
+    }
+
+}
