@@ -70,8 +70,19 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
-        .testTarget(name: "RegistryTests", dependencies: ["RegistryCore", "RegistryLMDB", "RegistryPostgres", "LMDB", "Postgres",
-                                                   "Codecs", "Crypto", "TokenSealing"]),
+        // The store suites: one contract suite that runs against each engine (tools/test runs it
+        // twice, REGISTRY_TEST_BACKEND=postgres the second time), and one suite per engine for
+        // what only it has. RegistryTestSupport holds their fixture (a store on either engine).
+        .target(name: "RegistryTestSupport", dependencies: ["RegistryCore", "RegistryLMDB", "RegistryPostgres", "LMDB",
+                                                            "Postgres", "TokenSealing"],
+                path: "Tests/RegistryTestSupport"),
+        .testTarget(name: "RegistryContractTests", dependencies: ["RegistryTestSupport", "RegistryCore", "RegistryLMDB",
+                                                                  "RegistryPostgres", "LMDB", "Postgres", "Codecs", "Crypto",
+                                                                  "TokenSealing"]),
+        .testTarget(name: "RegistryLMDBTests", dependencies: ["RegistryTestSupport", "RegistryCore", "RegistryLMDB", "LMDB",
+                                                              "Codecs", "Crypto", "TokenSealing"]),
+        .testTarget(name: "RegistryPostgresTests", dependencies: ["RegistryTestSupport", "RegistryCore", "RegistryPostgres",
+                                                                  "RegistryLMDB", "Postgres", "TokenSealing"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs", "Crypto"]),
         .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs", "Crypto"]),

@@ -4,14 +4,14 @@ import Codecs
 /// Little building blocks of the stored value encoding: LEB128 varints and
 /// length-prefixed strings. Decoding never traps: a short or malformed input
 /// throws `StoredValueError`.
-struct ByteWriter {
+package struct ByteWriter {
     private(set) var bytes: [UInt8] = []
 
-    init(version: UInt8) { bytes.append(version) }
+    package init(version: UInt8) { bytes.append(version) }
 
-    mutating func byte(_ b: UInt8) { bytes.append(b) }
+    package mutating func byte(_ b: UInt8) { bytes.append(b) }
 
-    mutating func varint(_ value: UInt64) {
+    package mutating func varint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -20,20 +20,20 @@ struct ByteWriter {
         bytes.append(UInt8(v))
     }
 
-    mutating func timestamp(_ t: Timestamp) { varint(UInt64(bitPattern: t.milliseconds)) }
+    package mutating func timestamp(_ t: Timestamp) { varint(UInt64(bitPattern: t.milliseconds)) }
 
-    mutating func string(_ s: String) {
+    package mutating func string(_ s: String) {
         blob(Array(s.utf8))
     }
 
     /// Raw bytes with their length first (a sealed token).
-    mutating func blob(_ b: [UInt8]) {
+    package mutating func blob(_ b: [UInt8]) {
         varint(UInt64(b.count))
         bytes.append(contentsOf: b)
     }
 }
 
-struct ByteReader {
+package struct ByteReader {
     private let bytes: [UInt8]
     private var index = 0
     private let what: String
@@ -41,20 +41,20 @@ struct ByteReader {
     private(set) var version: UInt8 = 0
 
     /// Checks the leading version byte against the versions this build reads.
-    init(_ bytes: [UInt8], what: String, versions: ClosedRange<UInt8>) throws(StoredValueError) {
+    package init(_ bytes: [UInt8], what: String, versions: ClosedRange<UInt8>) throws(StoredValueError) {
         self.bytes = bytes
         self.what = what
         version = try byte()
         guard versions.contains(version) else { throw StoredValueError(what: what, reason: "unknown version \(version)") }
     }
 
-    mutating func byte() throws(StoredValueError) -> UInt8 {
+    package mutating func byte() throws(StoredValueError) -> UInt8 {
         guard index < bytes.count else { throw StoredValueError(what: what, reason: "truncated") }
         defer { index += 1 }
         return bytes[index]
     }
 
-    mutating func varint() throws(StoredValueError) -> UInt64 {
+    package mutating func varint() throws(StoredValueError) -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -66,11 +66,11 @@ struct ByteReader {
         }
     }
 
-    mutating func timestamp() throws(StoredValueError) -> Timestamp {
+    package mutating func timestamp() throws(StoredValueError) -> Timestamp {
         Timestamp(milliseconds: Int64(bitPattern: try varint()))
     }
 
-    mutating func string() throws(StoredValueError) -> String {
+    package mutating func string() throws(StoredValueError) -> String {
         let length = try varint()
         guard length <= UInt64(bytes.count - index) else { throw StoredValueError(what: what, reason: "truncated string") }
         let end = index + Int(length)
@@ -81,7 +81,7 @@ struct ByteReader {
         return s
     }
 
-    mutating func blob() throws(StoredValueError) -> ArraySlice<UInt8> {
+    package mutating func blob() throws(StoredValueError) -> ArraySlice<UInt8> {
         let length = try varint()
         guard length <= UInt64(bytes.count - index) else { throw StoredValueError(what: what, reason: "truncated bytes") }
         let end = index + Int(length)
@@ -89,13 +89,13 @@ struct ByteReader {
         return bytes[index..<end]
     }
 
-    mutating func enumValue<E: RawRepresentable>(_ type: E.Type, _ all: [E]) throws(StoredValueError) -> E where E.RawValue == String {
+    package mutating func enumValue<E: RawRepresentable>(_ type: E.Type, _ all: [E]) throws(StoredValueError) -> E where E.RawValue == String {
         let b = try byte()
         guard Int(b) < all.count else { throw StoredValueError(what: what, reason: "bad \(E.self) \(b)") }
         return all[Int(b)]
     }
 
-    func finish() throws(StoredValueError) {
+    package func finish() throws(StoredValueError) {
         guard index == bytes.count else { throw StoredValueError(what: what, reason: "trailing bytes") }
     }
 }

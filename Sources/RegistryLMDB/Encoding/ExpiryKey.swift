@@ -8,8 +8,8 @@ import RegistryCore
 /// Each kind is its own key range with big-endian buckets, so a scan from
 /// the start of a kind visits oldest first and the sweep stops at the first
 /// bucket past that kind's cutoff: O(expired).
-struct ExpiryKey: Hashable {
-    enum Kind: UInt8, Sendable {
+package struct ExpiryKey: Hashable {
+    package enum Kind: UInt8, Sendable {
         case device = 1
         case activityToken = 2
         case tombstone = 3
@@ -17,26 +17,26 @@ struct ExpiryKey: Hashable {
         case history = 4
     }
 
-    static let bucketMilliseconds: Int64 = 3_600_000
+    package static let bucketMilliseconds: Int64 = 3_600_000
 
-    var bucket: UInt64
-    var kind: Kind
+    package var bucket: UInt64
+    package var kind: Kind
     /// The record's key in its own database.
-    var recordKey: [UInt8]
+    package var recordKey: [UInt8]
 
-    init(at time: Timestamp, kind: Kind, recordKey: [UInt8]) {
+    package init(at time: Timestamp, kind: Kind, recordKey: [UInt8]) {
         self.bucket = Self.bucket(of: time)
         self.kind = kind
         self.recordKey = recordKey
     }
 
-    static func bucket(of time: Timestamp) -> UInt64 {
+    package static func bucket(of time: Timestamp) -> UInt64 {
         UInt64(max(0, time.milliseconds) / bucketMilliseconds)
     }
 
-    var bytes: [UInt8] { Self.start(of: kind, bucket: bucket) + recordKey }
+    package var bytes: [UInt8] { Self.start(of: kind, bucket: bucket) + recordKey }
 
-    init?(bytes: [UInt8]) {
+    package init?(bytes: [UInt8]) {
         guard bytes.count > 9, let kind = Kind(rawValue: bytes[0]) else { return nil }
         self.kind = kind
         self.bucket = bytes[1..<9].reduce(0) { $0 << 8 | UInt64($1) }
@@ -45,7 +45,7 @@ struct ExpiryKey: Hashable {
 
     /// The first key of `kind` in `bucket`: where a sweep starts (bucket 0)
     /// or stops (the bucket after its cutoff).
-    static func start(of kind: Kind, bucket: UInt64) -> [UInt8] {
+    package static func start(of kind: Kind, bucket: UInt64) -> [UInt8] {
         [kind.rawValue] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: bucket >> UInt64($0 * 8)) }
     }
 }

@@ -10,37 +10,37 @@ import RegistryCore
 /// entry of an activity token, is 9 + 3 × (2 + 128) + (2 + 155) = 556 bytes
 /// at the very worst, over LMDB's limit: so an expiry entry names an
 /// activity token by (user, app, device, activity) hash, see `ExpiryKey`.
-enum StoreKey {
-    static func parts(_ parts: String...) -> [UInt8] { LengthPrefixed.encode(parts) }
+package enum StoreKey {
+    package static func parts(_ parts: String...) -> [UInt8] { LengthPrefixed.encode(parts) }
 
-    static func encode(_ parts: [String]) -> [UInt8] { LengthPrefixed.encode(parts) }
+    package static func encode(_ parts: [String]) -> [UInt8] { LengthPrefixed.encode(parts) }
 
     /// Splits a key back into its parts; `nil` when it is not well formed.
-    static func decode(_ key: some Collection<UInt8>) -> [String]? { LengthPrefixed.decode(key) }
+    package static func decode(_ key: some Collection<UInt8>) -> [String]? { LengthPrefixed.decode(key) }
 
     /// `devices`, `pushTokens`, `pushToStart`, `tombstones`: (user, app, device).
-    static func device(_ id: RecordID) -> [UInt8] { parts(id.user, id.app, id.device) }
+    package static func device(_ id: RecordID) -> [UInt8] { parts(id.user, id.app, id.device) }
 
     /// The prefix of every (user, …) key.
-    static func user(_ user: String) -> [UInt8] { parts(user) }
+    package static func user(_ user: String) -> [UInt8] { parts(user) }
 
     /// The prefix of one app's (user, app, …) keys: what the device cap counts.
-    static func userApp(_ user: String, _ app: String) -> [UInt8] { parts(user, app) }
+    package static func userApp(_ user: String, _ app: String) -> [UInt8] { parts(user, app) }
 
     /// `activityTokens`: (activity, user, app, device).
-    static func activityToken(_ activity: String, _ id: RecordID) -> [UInt8] {
+    package static func activityToken(_ activity: String, _ id: RecordID) -> [UInt8] {
         parts(activity, id.user, id.app, id.device)
     }
 
     /// `deviceActivities`: (user, app, device, activity).
-    static func deviceActivity(_ id: RecordID, _ activity: String) -> [UInt8] {
+    package static func deviceActivity(_ id: RecordID, _ activity: String) -> [UInt8] {
         parts(id.user, id.app, id.device, activity)
     }
 
     /// `history`: (user), then the event's time (8 bytes, big-endian
     /// milliseconds) and a counter (4 bytes) for events of one millisecond,
     /// so a user's events are in time order and a reverse scan is newest first.
-    static func history(_ user: String, at time: Timestamp, counter: UInt32) -> [UInt8] {
+    package static func history(_ user: String, at time: Timestamp, counter: UInt32) -> [UInt8] {
         var key = StoreKey.user(user)
         let ms = UInt64(max(0, time.milliseconds))
         for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: ms >> UInt64(shift))) }
@@ -49,7 +49,7 @@ enum StoreKey {
     }
 
     /// (time, counter) of a history key: its last 12 bytes.
-    static func historyClock(_ key: [UInt8]) -> (at: Timestamp, counter: UInt32)? {
+    package static func historyClock(_ key: [UInt8]) -> (at: Timestamp, counter: UInt32)? {
         guard key.count > 12 else { return nil }
         let tail = key.suffix(12)
         let ms = tail.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
@@ -58,25 +58,25 @@ enum StoreKey {
     }
 
     /// The record a (user, app, device) key names; `nil` when malformed.
-    static func recordID(_ key: some Collection<UInt8>) -> RecordID? {
+    package static func recordID(_ key: some Collection<UInt8>) -> RecordID? {
         guard let parts = decode(key), parts.count == 3 else { return nil }
         return RecordID(user: parts[0], app: parts[1], device: parts[2])
     }
 
     /// (activity, record) of an `activityTokens` key.
-    static func activityTokenParts(_ key: some Collection<UInt8>) -> (activity: String, id: RecordID)? {
+    package static func activityTokenParts(_ key: some Collection<UInt8>) -> (activity: String, id: RecordID)? {
         guard let parts = decode(key), parts.count == 4 else { return nil }
         return (parts[0], RecordID(user: parts[1], app: parts[2], device: parts[3]))
     }
 
     /// (record, activity) of a `deviceActivities` key.
-    static func deviceActivityParts(_ key: some Collection<UInt8>) -> (id: RecordID, activity: String)? {
+    package static func deviceActivityParts(_ key: some Collection<UInt8>) -> (id: RecordID, activity: String)? {
         guard let parts = decode(key), parts.count == 4 else { return nil }
         return (RecordID(user: parts[0], app: parts[1], device: parts[2]), parts[3])
     }
 }
 
-extension RecordID {
+package extension RecordID {
     /// The record's key in `devices`, `pushTokens`, `pushToStart` and
     /// `tombstones`: (user, app code, device), which is also its `identity`.
     var key: [UInt8] { StoreKey.device(self) }

@@ -10,7 +10,7 @@ import RegistryCore
 /// that reads, sign-out and the activity cap never scan. A version 1 value
 /// decodes with `activityCount` 0 and `needsActivityCount` set; the schema
 /// migration at open (`SchemaMigration`) rewrites every one of them.
-extension DeviceValue {
+package extension DeviceValue {
     func encoded() -> [UInt8] {
         var w = ByteWriter(version: 2)
         w.byte(UInt8(Platform.allCases.firstIndex(of: platform)!))
@@ -57,7 +57,7 @@ extension DeviceValue {
 /// binds the sealed value to its slot (`TokenSealer` format 2); a value of
 /// schema 3 (bound to its kind only) is read only by the migration, through
 /// `init(decodingUnbound:_:_:)`.
-extension TokenValue {
+package extension TokenValue {
     func encoded(in slot: TokenSlot, _ vault: TokenVault) throws(RegistryError) -> [UInt8] {
         var w = ByteWriter(version: 2)
         w.byte(UInt8(APNsEnvironment.allCases.firstIndex(of: environment)!))
@@ -112,7 +112,7 @@ extension TokenValue {
 
 /// `tokenOwners`: where a token is held. Version 2 (schema 3) names the
 /// record by (user, app code, device).
-extension TokenHolder {
+package extension TokenHolder {
     func encoded() -> [UInt8] {
         var w = ByteWriter(version: 2)
         w.string(id.user)
@@ -133,7 +133,7 @@ extension TokenHolder {
 }
 
 /// `tombstones`: a sign-out that carried a sequence.
-extension TombstoneValue {
+package extension TombstoneValue {
     func encoded() -> [UInt8] {
         var w = ByteWriter(version: 1)
         w.varint(sequence)
@@ -152,18 +152,18 @@ extension TombstoneValue {
 
 /// `history`: one event of a user's token history (the user is in the key;
 /// the app as its code), with the token's 12-hex-digit fingerprint, never the token.
-struct HistoryValue: Hashable {
-    var at: Timestamp
-    var app: String
-    var device: String
-    var kind: HistoryEvent.Kind
-    var activityId: String?
-    var action: HistoryEvent.Action
-    var reason: HistoryEvent.Reason?
-    var feedbackReason: FeedbackReason?
-    var fingerprint: String
+package struct HistoryValue: Hashable {
+    package var at: Timestamp
+    package var app: String
+    package var device: String
+    package var kind: HistoryEvent.Kind
+    package var activityId: String?
+    package var action: HistoryEvent.Action
+    package var reason: HistoryEvent.Reason?
+    package var feedbackReason: FeedbackReason?
+    package var fingerprint: String
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var w = ByteWriter(version: 1)
         w.timestamp(at)
         w.string(app)
@@ -178,7 +178,7 @@ struct HistoryValue: Hashable {
         return w.bytes
     }
 
-    init(at: Timestamp, app: String, device: String, kind: HistoryEvent.Kind, activityId: String?,
+    package init(at: Timestamp, app: String, device: String, kind: HistoryEvent.Kind, activityId: String?,
          action: HistoryEvent.Action, reason: HistoryEvent.Reason?, feedbackReason: FeedbackReason?, fingerprint: String) {
         self.at = at
         self.app = app
@@ -191,7 +191,7 @@ struct HistoryValue: Hashable {
         self.fingerprint = fingerprint
     }
 
-    init(decoding bytes: [UInt8]) throws(StoredValueError) {
+    package init(decoding bytes: [UInt8]) throws(StoredValueError) {
         var r = try ByteReader(bytes, what: "history event", versions: 1...1)
         at = try r.timestamp()
         app = try r.string()
