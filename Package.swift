@@ -90,7 +90,12 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "HTTPServer", "JWT", "JSON",
                                                        "TokenSealing", "LMDB"]),
-        .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient"]),
+        // The one way tests start the built registryd, find its port and talk to it (Foundation only).
+        .target(name: "RegistrydTestSupport", path: "Tests/RegistrydTestSupport"),
+        // The executable as a user runs it: flags, subcommands, signals, both stores (PostgreSQL
+        // through REGISTRY_TEST_POSTGRES_URL, skipped when it is unset).
+        .testTarget(name: "registrydTests", dependencies: ["RegistrydTestSupport", "registryd"]),
+        .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistrydTestSupport"]),
         // Replays tools/fuzz's seeds and kept findings through the same harnesses (Harness/).
         .testTarget(name: "FuzzRegressionTests", dependencies: ["Codecs", "JSON", "JWT", "RegistryCore", "RegistryLMDB", "HTTPServer",
                                                          "RegistryHTTP", "TokenSealing"]),

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import RegistryClient
+import RegistrydTestSupport
 import Synchronization
 
 /// The real `registryd`, started on a free port with a fresh data directory,
@@ -10,64 +11,31 @@ import Synchronization
 /// the same data directory (a restart); the port may change, so clients reach
 /// it through `transport`, which follows it.
 final class RegistrydProcess: Sendable {
-    /// `registryd` sits next to the test bundle in SwiftPM's build directory.
-    static let binary: String? = {
-        var url = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        while url.path != "/" {
-            let candidate = url.appendingPathComponent("registryd").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            url.deleteLastPathComponent()
-        }
-        return nil
-    }()
-
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
     let directory: String
-    private let running = Mutex<(process: Process, port: Int)?>(nil)
+    private let running = Mutex<RegistrydServer?>(nil)
     private let baseURL = Mutex(URL(string: "http://127.0.0.1:1")!)
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("registry-client-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try Registryd.makeDirectory("registry-client")
         try start()
     }
 
     var dataDirectory: String { directory + "/data" }
 
-    /// Starts `serve` and waits (up to 20 s) for its "listening" line.
+    /// Starts `serve` on the same data directory (a restart, when it ran before).
     func start() throws {
-        guard let binary = Self.binary else { throw Failure(description: "registryd is not built next to the tests") }
-        let log = directory + "/server-\(UUID().uuidString).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--data-dir", dataDirectory, "--listen", "127.0.0.1:0"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: log)
-        try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #""address":"127.0.0.1:"#),
-               let port = Int(text[range.upperBound...].prefix(while: \.isNumber)) {
-                running.withLock { $0 = (process, port) }
-                baseURL.withLock { $0 = URL(string: "http://127.0.0.1:\(port)")! }
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.02)
+        let server = try RegistrydServer(arguments: ["--data-dir", dataDirectory], directory: directory)
+        guard server.port > 0 else {
+            _ = server.stop()
+            throw Registryd.Failure(description: "registryd did not start: \(server.log)")
         }
-        process.terminate()
-        throw Failure(description: "registryd did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        running.withLock { $0 = server }
+        baseURL.withLock { $0 = URL(string: "http://127.0.0.1:\(server.port)")! }
     }
 
     /// SIGTERM, and waits for a clean exit.
     func stop() {
-        guard let (process, _) = running.withLock({ running in defer { running = nil }; return running }) else { return }
-        process.terminate()
-        process.waitUntilExit()
+        _ = running.withLock { running in defer { running = nil }; return running }?.stop()
     }
 
     func remove() {
@@ -88,16 +56,7 @@ final class RegistrydProcess: Sendable {
 
     /// A JWT for `user`, from `registryd mint-token`.
     func token(for user: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary ?? "registryd")
-        process.arguments = ["mint-token", "--data-dir", dataDirectory, "--user", user]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        try Registryd.mintToken(user, in: directory, ["--data-dir", dataDirectory])
     }
 
     /// GETs an internal API path with the generated internal API key; the
@@ -109,7 +68,7 @@ final class RegistrydProcess: Sendable {
             .send(RegistryRequest(method: "GET", path: path, headers: ["Authorization": "Bearer \(key)"]))
         guard response.status == 200,
               let object = try JSONSerialization.jsonObject(with: response.body) as? [String: Any] else {
-            throw Failure(description: "GET \(path): \(response.status)")
+            throw Registryd.Failure(description: "GET \(path): \(response.status)")
         }
         return object
     }

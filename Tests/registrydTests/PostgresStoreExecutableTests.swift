@@ -1,4 +1,5 @@
 import Foundation
+import RegistrydTestSupport
 import Testing
 
 /// The built `registryd` with `--store postgres`, against the test server

@@ -1,4 +1,5 @@
 import Foundation
+import RegistrydTestSupport
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -8,93 +9,20 @@ import FoundationNetworking
 /// sockets, signals. These pin the executable's contract (flags, generated
 /// secrets, mint-token, clean shutdown), not the routes (see the router tests).
 @Suite(.serialized) struct ExecutableTests {
-    /// `registryd` sits next to the test bundle in SwiftPM's build directory.
-    static let binary: String = {
-        var url = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        while url.path != "/" {
-            let candidate = url.appendingPathComponent("registryd").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            url.deleteLastPathComponent()
-        }
-        return "registryd"
-    }()
+    typealias Server = RegistrydServer
 
-    func makeDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("registryd-exe-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    static var binary: String { Registryd.binary }
 
-    /// Runs `registryd` to completion (killed after 20 s, so a command that
-    /// wrongly starts serving fails the test instead of hanging it);
-    /// returns status, stdout, stderr.
+    func makeDirectory() throws -> String { try Registryd.makeDirectory() }
+
+    /// `Registryd.run`: to completion, killed after 20 s.
     func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 20, execute: watchdog)
-        defer { watchdog.cancel() }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
-    }
-
-    /// A running server and the port it bound.
-    final class Server {
-        let process = Process()
-        let stderr = Pipe()
-        var port = 0
-        var log = ""
-
-        /// `launcher`, when given, is a command that execs `registryd`
-        /// (`prlimit … --`, `setpriv …`), so the process is still the server.
-        init(arguments: [String], directory: String, environment: [String: String]? = nil, launcher: [String] = []) throws {
-            let command = launcher + [ExecutableTests.binary, "serve", "--listen", "127.0.0.1:0"] + arguments
-            process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst())
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            if let environment { process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a } }
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let deadline = Date().addingTimeInterval(20)
-            while port == 0, Date() < deadline {
-                let chunk = stderr.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                log += String(decoding: chunk, as: UTF8.self)
-                if let range = log.range(of: #""address":"127.0.0.1:"#) {
-                    port = Int(log[range.upperBound...].prefix(while: \.isNumber)) ?? 0
-                }
-            }
-        }
-
-        func stop() -> Int32 {
-            process.terminate()
-            process.waitUntilExit()
-            log += String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            return process.terminationStatus
-        }
+        try Registryd.run(arguments, in: directory, environment: environment)
     }
 
     func request(_ method: String, _ port: Int, _ path: String, bearer: String? = nil,
-                         body: String? = nil) async throws -> (Int, String) {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        request.httpMethod = method
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-        if let body {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(body.utf8)
-        }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+                 body: String? = nil) async throws -> (Int, String) {
+        try await Registryd.request(method, port, path, bearer: bearer, body: body)
     }
 
     @Test func servesWithNoFlagsAndStopsCleanlyOnSIGTERM() async throws {

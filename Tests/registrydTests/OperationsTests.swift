@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RegistrydTestSupport
 import Testing
 
 /// The operator's paths through the built `registryd`, as an on-call
@@ -431,9 +432,7 @@ import Testing
         var master: Int32 = -1, slave: Int32 = -1
         #expect(openpty(&master, &slave, nil, nil, nil) == 0)
         defer { close(master) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ExecutableTests.binary)
-        process.arguments = arguments
+        let process = Registryd.process(arguments, in: FileManager.default.currentDirectoryPath)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
         try process.run()

@@ -1,4 +1,5 @@
 import Foundation
+import RegistrydTestSupport
 import Testing
 
 /// The documented way between the backends: `export` from one piped into
@@ -103,14 +104,8 @@ extension PostgresStoreExecutableTests {
     /// (with the first one's stderr before it). Both are killed after 20 s.
     func pipe(_ from: [String], into to: [String], in directory: String) throws
         -> (statuses: [Int32], stdout: String, stderr: String) {
-        let producer = Process(), consumer = Process()
+        let producer = Registryd.process(from, in: directory), consumer = Registryd.process(to, in: directory)
         let link = Pipe(), out = Pipe(), producerErr = Pipe(), consumerErr = Pipe()
-        for (process, arguments) in [(producer, from), (consumer, to)] {
-            process.executableURL = URL(fileURLWithPath: ExecutableTests.binary)
-            process.arguments = arguments
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            process.environment = ["PATH": "/usr/bin:/bin"]
-        }
         producer.standardOutput = link
         producer.standardError = producerErr
         consumer.standardInput = link

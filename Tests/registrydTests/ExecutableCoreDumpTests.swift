@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RegistrydTestSupport
 import Testing
 
 /// A core dump of the server would hold the token keys, the JWT secret and

@@ -1,4 +1,5 @@
 import Foundation
+import RegistrydTestSupport
 import Testing
 
 /// The PostgreSQL server the `--store postgres` tests run against:

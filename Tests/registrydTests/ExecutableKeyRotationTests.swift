@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RegistrydTestSupport
 import Testing
 
 /// `registryd rotate-token-key` beside a running server, as an operator

@@ -1,4 +1,5 @@
 import Foundation
+import RegistrydTestSupport
 import Testing
 
 /// `--store`, `--postgres-url` and `--postgres-pool-size` as the command

@@ -1,4 +1,5 @@
 import Foundation
+import RegistrydTestSupport
 import Testing
 
 /// `--apps` (API.md v1.2): the flag, the removed `--max-apps`, and the

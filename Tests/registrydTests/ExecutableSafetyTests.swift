@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RegistrydTestSupport
 import Testing
 
 /// What the executable refuses before it writes anything: short secrets, a

@@ -2,6 +2,7 @@ import Foundation
 import TokenSealing
 @testable import RegistryCore
 @testable import RegistryLMDB
+import RegistrydTestSupport
 import Testing
 
 /// `registryd check [--repair]` run as an operator would, on a data
