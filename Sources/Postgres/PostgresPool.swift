@@ -1,3 +1,4 @@
+import Codecs
 import Dispatch
 import Foundation
 import Synchronization
@@ -233,7 +234,7 @@ private func runWorker(_ state: PoolState) {
         if connection == nil {
             if let retryAt {
                 let wait = ContinuousClock.now.duration(to: retryAt)
-                if wait > .zero { Thread.sleep(forTimeInterval: wait.seconds) }
+                if wait > .zero { Thread.sleep(forTimeInterval: wait.inSeconds) }
             }
             do {
                 connection = try PostgresConnection(state.connectionString)
@@ -262,9 +263,3 @@ private func runWorker(_ state: PoolState) {
     state.workerExited()
 }
 
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

@@ -1,3 +1,4 @@
+import Codecs
 import Foundation
 import HTTPServer
 import JSON

@@ -1,3 +1,4 @@
+import Codecs
 import Dispatch
 import Synchronization
 
@@ -61,7 +62,6 @@ public enum TokenSealingBenchmark {
             calls.add(count, ordering: .relaxed)
         }
         let elapsed = clock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return Double(calls.load(ordering: .relaxed)) / seconds
+        return Double(calls.load(ordering: .relaxed)) / elapsed.inSeconds
     }
 }

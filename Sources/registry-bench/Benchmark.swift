@@ -1,3 +1,4 @@
+import Codecs
 import TokenSealing
 import Foundation
 import RegistryCore
@@ -85,7 +86,7 @@ struct Benchmark {
                         _ = try await store.registerDevice(DeviceRegistration(
                             userId: "bench-\(submitter)-\(i)", deviceId: "device",
                             pushToken: .set(Self.token(submitter * perSubmitter + i)), osVersion: "18.2"))
-                        latencies.append(Self.seconds(ContinuousClock.now - begin))
+                        latencies.append((ContinuousClock.now - begin).inSeconds)
                     }
                     return latencies
                 }
@@ -94,16 +95,12 @@ struct Benchmark {
             for try await part in group { all += part }
             return all.sorted()
         }
-        let elapsed = Self.seconds(ContinuousClock.now - started)
+        let elapsed = (ContinuousClock.now - started).inSeconds
         let (count, commands) = batches.withLock { ($0.count, $0.commands) }
         return Outcome(upsertsPerSecond: Double(latencies.count) / elapsed,
                        meanBatch: Double(commands) / Double(max(1, count)),
                        p50: latencies[latencies.count / 2],
                        p99: latencies[min(latencies.count - 1, latencies.count * 99 / 100)])
-    }
-
-    private static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
     private static func token(_ i: Int) -> String {

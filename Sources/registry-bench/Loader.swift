@@ -1,3 +1,4 @@
+import Codecs
 import TokenSealing
 import Foundation
 import RegistryCore
@@ -227,7 +228,7 @@ enum Loader {
                             }
                             let finished = done.increment()
                             if finished % reportEvery == 0 || finished == chunks {
-                                let seconds = (ContinuousClock.now - started).seconds
+                                let seconds = (ContinuousClock.now - started).inSeconds
                                 let loaded = min(finished * chunkSize, options.devices)
                                 say(String(format: "load: %d of %d devices, %.1f s, %.0f devices/s",
                                            loaded, options.devices, seconds, Double(loaded) / seconds))
@@ -239,7 +240,7 @@ enum Loader {
             }
             let stats = try await store.stats()
             store.shutdown()
-            let seconds = (ContinuousClock.now - started).seconds
+            let seconds = (ContinuousClock.now - started).inSeconds
             // LMDB: group commits counted as they happen. PostgreSQL: a transaction (one commit) per
             // 500 records of a chunk (ImportBatches), retries not counted.
             let count: Int, perCommit: Double
@@ -275,8 +276,4 @@ final class Counter: Sendable {
     func increment() -> Int { value.withLock { $0 += 1; return $0 } }
 
     var current: Int { value.withLock { $0 } }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -23,9 +23,3 @@ public enum Blocking {
     }
 }
 
-package extension Duration {
-    /// The duration in seconds, for metrics and logs.
-    public var inSeconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
