@@ -88,8 +88,8 @@ let package = Package(
         .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs", "Crypto"]),
         // Runs against REGISTRY_TEST_POSTGRES_URL (tools/test starts a server); skipped when it is unset.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
-        .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "HTTPServer", "JWT", "JSON",
-                                                       "TokenSealing", "LMDB"]),
+        .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
+                                                       "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB"]),
         // The one way tests start the built registryd, find its port and talk to it (Foundation only).
         .target(name: "RegistrydTestSupport", path: "Tests/RegistrydTestSupport"),
         // The executable as a user runs it: flags, subcommands, signals, both stores (PostgreSQL

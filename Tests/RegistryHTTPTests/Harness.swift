@@ -5,19 +5,9 @@ import JSON
 import JWT
 import RegistryCore
 import RegistryLMDB
+import RegistryTestSupport
 import Synchronization
 @testable import RegistryHTTP
-
-/// A clock tests move by hand.
-final class TestClock: WallClock {
-    private let current: Mutex<Int64>
-
-    init(milliseconds: Int64 = 1_796_209_445_123) { current = Mutex(milliseconds) }
-
-    func now() -> Timestamp { Timestamp(milliseconds: current.withLock { $0 }) }
-
-    func advance(seconds: Int64) { current.withLock { $0 += seconds * 1000 } }
-}
 
 /// Collects log lines so tests can check what was (not) logged.
 final class LogCapture: Sendable {
@@ -90,7 +80,7 @@ struct Harness {
                      _ body: (Harness) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("registryhttp-\(UUID().uuidString)").path
-        let clock = TestClock()
+        let clock = TestClock(milliseconds: 1_796_209_445_123)
         var configuration = LMDBRegistryStore.Configuration(directory: directory, tokenKeys: try TokenKeyRing.generate())
         configuration.limits.maxDevicesPerUser = maxDevicesPerUser
         configuration.limits.deviceTTL = deviceTTL
