@@ -20,12 +20,11 @@ import Synchronization
 /// request; a scan reads one atomic per connection, every `scanInterval`.
 final class ConnectionReaper: Service {
     private let table = Mutex<[TrackedConnection]>([])
-    private let interval: Duration
     private let cut = Atomic<Int>(0)
-    private let thread = Mutex<PeriodicThread?>(nil)
+    private let thread: PeriodicThread
 
     init(scanInterval: Duration) {
-        interval = scanInterval
+        thread = PeriodicThread(name: "http-reaper", interval: scanInterval)
     }
 
     /// Connections cut at a deadline since start.
@@ -69,22 +68,11 @@ final class ConnectionReaper: Service {
         }
     }
 
-    var name: String { "http-reaper" }
+    var name: String { thread.name }
 
     /// Starts the scanning thread. Idempotent.
-    func start() { periodic.start() }
+    func start() { thread.start { [weak self] in self?.cutOverdue() } }
 
     /// Wakes the thread and waits for it to end. Idempotent; safe before `start`.
-    func stop() { periodic.stop() }
-
-    /// The scanning thread, made on first use (it needs `self`, weakly: the
-    /// reaper owns it).
-    private var periodic: PeriodicThread {
-        thread.withLock { thread in
-            if let thread { return thread }
-            let made = PeriodicThread(name: name, interval: interval) { [weak self] in self?.cutOverdue() }
-            thread = made
-            return made
-        }
-    }
+    func stop() { thread.stop() }
 }

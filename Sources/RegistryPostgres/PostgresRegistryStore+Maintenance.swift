@@ -134,16 +134,13 @@ extension PostgresRegistryStore {
     /// again under the current key what an older key sealed.
     public func resealTokens(batchSize: Int = 500, progress: ((_ visited: Int) -> Void)? = nil) async throws -> Int {
         var resealed = 0, visited = 0
-        var after: [PostgresValue?]?
-        repeat {
-            try Task.checkCancellation()
-            let from = after
+        try await ResumableSteps.run { (from: [PostgresValue?]?) in
             let step = try await writing { writer in try PostgresKeyRotation.reseal(writer, after: from, batchSize: batchSize) }
             resealed += step.resealed
             visited += step.visited
             progress?(visited)
-            after = step.resume
-        } while after != nil
+            return step.resume
+        }
         return resealed
     }
 }

@@ -118,7 +118,7 @@ public final class PostgresRegistryStore: RuleStore, Service {
     /// and the sealing keys it holds in `registry_nodes`, and follows a
     /// rotation's announcement, once a second (`heartbeat`).
     public func start() {
-        node.start { [weak self] in self?.heartbeat() }
+        node.heartbeat.start(runningFirst: true) { [weak self] in self?.heartbeat() }
     }
 
     /// `shutdown()`.
@@ -128,7 +128,7 @@ public final class PostgresRegistryStore: RuleStore, Service {
     /// queued work fails, running work finishes, the connections close.
     /// Idempotent.
     public func shutdown() {
-        if node.stop() { leave() }
+        if node.heartbeat.stop() { leave() }
         pool.shutdown()
     }
 

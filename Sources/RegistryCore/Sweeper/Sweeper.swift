@@ -11,24 +11,31 @@ import Synchronization
 /// progress (it ends between two bounded steps, so shutdown never waits for
 /// a whole backlog) and waits for the thread.
 public final class Sweeper: Service {
+    private let store: any RegistryStore
+    private let report: @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void
+    private let running = RunningSweep()
     private let thread: PeriodicThread
 
     /// - Parameter interval: from the end of one sweep to the start of the next (at least a millisecond).
     public init(store: any RegistryStore, interval: Duration,
                 report: @escaping @Sendable (Result<SweepCounts, any Error>, _ seconds: Double) -> Void) {
-        let running = RunningSweep()
-        thread = PeriodicThread(name: "registry-sweeper", interval: interval, interrupt: { running.cancel() }) {
+        self.store = store
+        self.report = report
+        let running = self.running
+        thread = PeriodicThread(name: "registry-sweeper", interval: interval, interrupt: { running.cancel() })
+    }
+
+    public var name: String { thread.name }
+
+    /// Starts the thread; the first sweep comes one interval later. Idempotent.
+    public func start() {
+        thread.start { [store, report, running] in
             let begin = ContinuousClock.now
             let result = Blocking.result(started: { running.began($0) }) { try await store.sweep(dryRun: false) }
             running.ended()
             report(result, (ContinuousClock.now - begin).inSeconds)
         }
     }
-
-    public var name: String { thread.name }
-
-    /// Starts the thread; the first sweep comes one interval later. Idempotent.
-    public func start() { thread.start() }
 
     /// Idempotent; safe before `start`.
     public func stop() { thread.stop() }

@@ -70,10 +70,7 @@ extension LMDBRegistryStore {
     public func resealTokens(batchSize: Int = 500, progress: ((_ visited: Int) -> Void)? = nil) async throws -> Int {
         var resealed = 0, visited = 0
         for kind in TokenKind.allCases {
-            var start: [UInt8]?
-            repeat {
-                try Task.checkCancellation()
-                let from = start
+            try await ResumableSteps.run { from in
                 let step = try await writing { writer -> (resealed: Int, visited: Int, resume: [UInt8]?) in
                     let current = writer.vault.ring.currentKeyID
                     let db = writer.schema.database(kind)
@@ -99,8 +96,8 @@ extension LMDBRegistryStore {
                 resealed += step.resealed
                 visited += step.visited
                 progress?(visited)
-                start = step.resume
-            } while start != nil
+                return step.resume
+            }
         }
         return resealed
     }

@@ -83,16 +83,13 @@ extension LMDBRegistryStore {
         var report = RepairReport()
         var done = 0
         for walk in IndexRepair.Walk.allCases {
-            var start: [UInt8]?
-            repeat {
-                try Task.checkCancellation()
-                let from = start
+            try await ResumableSteps.run { from in
                 let step = try await writing { writer in try repair.step(walk, writer, from: from) }
                 report.add(step.report, lineLimit: repair.lineLimit)
                 done += step.visited
                 progress?(done)
-                start = step.resume
-            } while start != nil
+                return step.resume
+            }
         }
         return report
     }

@@ -19,10 +19,7 @@ extension LMDBRegistryStore {
         var total = SweepCounts()
         var counted = Set<[UInt8]>()
         for kind in SweepPlan.order {
-            var start: [UInt8]?
-            repeat {
-                try Task.checkCancellation()
-                let from = start
+            try await ResumableSteps.run { from in
                 let began = ContinuousClock.now
                 let counts: SweepCounts
                 let resume: [UInt8]?
@@ -41,8 +38,8 @@ extension LMDBRegistryStore {
                 configuration.onSweepBatch?(SweepBatchReport(dryRun: dryRun, seconds: (ContinuousClock.now - began).inSeconds,
                                                              counts: counts))
                 total = total + counts
-                start = resume
-            } while start != nil
+                return resume
+            }
         }
         if !dryRun {
             try await writing { writer in

@@ -64,8 +64,8 @@ public final class LMDBRegistryStore: RuleStore, RegistryReads, Service {
     let writer: GroupCommitWriter
     /// Signs fan-out cursors; generated at first open, kept in `meta`.
     let cursorSecret: [UInt8]
-    /// Set by `start()` (a serving process): records its keys in `meta` once a second when they change.
-    let keyWatcher = Mutex<PeriodicThread?>(nil)
+    /// Started by `start()` (a serving process): records its keys in `meta`, and looks for a new one once a second.
+    let keyWatcher = PeriodicThread(name: "registry-key-watcher", interval: .seconds(1))
 
     public init(configuration: Configuration) throws {
         self.configuration = configuration
@@ -151,10 +151,7 @@ public final class LMDBRegistryStore: RuleStore, RegistryReads, Service {
     /// environment. A serving store first stops its key watcher and removes
     /// its record from `meta`. Idempotent.
     public func shutdown() {
-        if let watcher = keyWatcher.withLock({ $0 }), !watcher.isStopping {
-            watcher.stop()
-            forgetServerKeys()
-        }
+        if keyWatcher.stop() { forgetServerKeys() }
         writer.stop()
         environment.close()
     }
@@ -166,17 +163,7 @@ public final class LMDBRegistryStore: RuleStore, RegistryReads, Service {
     /// and a watcher looks once a second for a key a rotation announced.
     public func start() {
         writer.start()
-        let watcher = PeriodicThread(name: "registry-key-watcher", interval: .seconds(1)) { [weak self] in
-            self?.recordServerKeys()
-        }
-        let first = keyWatcher.withLock { current -> Bool in
-            guard current == nil else { return false }
-            current = watcher
-            return true
-        }
-        guard first else { return }
-        recordServerKeys()
-        watcher.start()
+        keyWatcher.start(runningFirst: true) { [weak self] in self?.recordServerKeys() }
     }
 
     /// `shutdown()`.

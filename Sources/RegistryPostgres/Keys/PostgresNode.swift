@@ -20,28 +20,8 @@ final class PostgresNode: Sendable {
     /// The database's clock, in milliseconds since 1970.
     static let now = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
-    private let thread = Mutex<PeriodicThread?>(nil)
-
-    /// Starts the heartbeat (`beat` runs at once, then once per interval). Idempotent.
-    func start(_ beat: @escaping @Sendable () -> Void) {
-        let made = PeriodicThread(name: "registry-node-heartbeat", interval: Self.interval, beat)
-        let first = thread.withLock { current -> Bool in
-            guard current == nil else { return false }
-            current = made
-            return true
-        }
-        guard first else { return }
-        beat()
-        made.start()
-    }
-
-    /// Stops the heartbeat; true the first time, when it had started (the
-    /// caller removes the row then).
-    func stop() -> Bool {
-        guard let running = thread.withLock({ $0 }), !running.isStopping else { return false }
-        running.stop()
-        return true
-    }
+    /// Started by the store's `start()`; its stop tells whether the row is this node's to remove.
+    let heartbeat = PeriodicThread(name: "registry-node-heartbeat", interval: interval)
 }
 
 extension PostgresRegistryStore {
