@@ -10,8 +10,9 @@ import signal
 import subprocess
 import sys
 
-from . import REPO, build, keys, options as options_module, report
+from . import REPO, build, keys, report
 from .modes import against, default, scale, stores, sweep
+from .options import UsageError, parse
 from .run import BenchError, Run
 
 
@@ -35,8 +36,8 @@ def main(argv):
     os.chdir(REPO)
     load_at_start = report.load_average()
     try:
-        options = options_module.parse(argv, REPO)
-    except options_module.UsageError as error:
+        options = parse(argv, REPO)
+    except UsageError as error:
         print(f"tools/bench: {error}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, interrupted)
@@ -49,7 +50,7 @@ def main(argv):
         run = Run(options, REPO, registryd, registry_bench, build.nginx_binary())
         run.load_at_start = load_at_start
         keys.make_keys(run)
-        choose_mode(options).run(run)
+        choose_mode(options).bench(run)
         return 0
     except BenchError as error:
         print(f"tools/bench: {error}", file=sys.stderr)

@@ -29,7 +29,7 @@ def git(run, *args):
     return subprocess.run(["git", "-C", run.repo, *args], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
 
 
-def run(run):
+def bench(run):
     options = run.options
     rev_bin, built = build_rev(run)
     size = int(options.devices or 100000)

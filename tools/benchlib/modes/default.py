@@ -9,7 +9,7 @@ from ..api import internal_get, metric_value
 from ..wrk import run_wrk
 
 
-def run(run):
+def bench(run):
     options = run.options
     size = int(options.devices or 100000)
     data = run.path("d100k" if size == 100000 else f"d{size}")

@@ -13,7 +13,7 @@ from ..run import BenchError
 WORKLOADS = ["healthz", "reregister-hs256", "lookup", "batch-lookup"]
 
 
-def run(run):
+def bench(run):
     scale = int(run.options.scale)
     check_disk(run, scale)
     sizes = []

@@ -43,7 +43,7 @@ class Round:
         self.statements = None      # --pg-statements: the round's costliest statements
 
 
-def run(run):
+def bench(run):
     options = run.options
     sides = options.sides
     size = int(options.devices or 100000)

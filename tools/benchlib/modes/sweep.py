@@ -14,7 +14,7 @@ from ..wrk import WrkRun, run_wrk
 EXPIRED = {"BENCH_EXPIRE_EVERY": "2"}
 
 
-def run(run):
+def bench(run):
     data = run.path("d1m")
     loaded = load(run, data, 1000000, ["--expire-every", "2", "--expired-age", str(90 * 86400),
                                        "--big-activity-tokens", "10000"])
