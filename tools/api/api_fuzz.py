@@ -10,7 +10,8 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tools", "faulttools"))
-import harness  # noqa: E402  (build, Server: started on port 0, stopped by its pid)
+import harness  # noqa: E402  (Connection, the exit handlers)
+from harness import registryd  # noqa: E402  (build, Registryd: started on port 0, stopped by its pid; mint_token)
 
 TOOL = "api-fuzz"
 DOCUMENT = os.path.join(REPO, "Sources", "RegistryHTTP", "OpenAPI", "openapi.json")
@@ -79,7 +80,7 @@ def main():
     harness.install_exit_handlers()
     started = time.monotonic()
     seed_value = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
-    binary = harness.build(TOOL, args.config)
+    binary = registryd.registryd_binary(args.config, log=lambda m: harness.log(TOOL, m))
     scratch = harness.scratch_directory("api-fuzz-")
     data_dir = os.path.join(scratch, "data")
     server_log = os.path.join(scratch, "server.log")
@@ -87,19 +88,17 @@ def main():
     server = None
     fuzz_seconds = 0.0
     try:
-        server = harness.Server(binary, data_dir, server_log)
+        server = registryd.Registryd(binary, data_dir, server_log)
         base_url = f"http://127.0.0.1:{server.port}"
         harness.log(TOOL, f"registryd (pid {server.pid}) listens on {base_url}, data in {data_dir}")
         with open(DOCUMENT, "rb") as f:
             if served_document(server.port) != f.read():
                 problems.append("GET /openapi.json differs from Sources/RegistryHTTP/OpenAPI/openapi.json")
-        minted = subprocess.run([binary, "mint-token", "--data-dir", data_dir, "--user", USER, "--ttl", "4h"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
-        jwt = minted.stdout.strip()
+        jwt = registryd.mint_token(binary, data_dir, USER, ttl="4h")
         seed(server.port, jwt)
 
         environment = dict(os.environ, REGISTRYD_FUZZ_DEVICE_JWT=jwt,
-                           REGISTRYD_FUZZ_INTERNAL_KEY=harness.internal_key(data_dir))
+                           REGISTRYD_FUZZ_INTERNAL_KEY=registryd.internal_api_key(data_dir))
         command = [args.schemathesis, "--config-file", CONFIG, "--no-color", "run", DOCUMENT,
                    "--url", base_url, "--phases", args.phases,
                    "--max-examples", str(args.max_examples), "--seed", str(seed_value),
@@ -113,13 +112,13 @@ def main():
         if result.returncode != 0:
             problems.append(f"schemathesis exit {result.returncode} (its report is above)")
         if not server.alive():
-            problems.append(f"registryd died during the run: {harness.describe_status(server.process.returncode)}")
+            problems.append(f"registryd died during the run: {registryd.describe_status(server.process.returncode)}")
         else:
             status, in_time = server.terminate()
             if status != 0 or not in_time:
-                problems.append(f"registryd did not stop cleanly on SIGTERM: {harness.describe_status(status)}")
+                problems.append(f"registryd did not stop cleanly on SIGTERM: {registryd.describe_status(status)}")
     finally:
-        harness.stop_all_servers()
+        registryd.kill_all()
 
     with open(server_log, "rb") as f:
         errors = [line.decode(errors="replace").rstrip() for line in f if b'"level":"error"' in line]

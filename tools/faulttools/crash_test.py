@@ -9,6 +9,7 @@ import sys
 import time
 
 import harness
+from harness import registryd
 
 TOOL = "crash-test"
 
@@ -38,7 +39,7 @@ def main():
     started = time.monotonic()
     seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
     rng = random.Random(seed)
-    binary = harness.build(TOOL, args.config)
+    binary = registryd.registryd_binary(args.config, log=lambda m: harness.log(TOOL, m))
     scratch = harness.scratch_directory("crash-")
     data_dir = os.path.join(scratch, "data")
     server_log = os.path.join(scratch, "server.log")
@@ -56,19 +57,19 @@ def main():
     server = None
     check_line = "not run"
     try:
-        server = harness.Server(binary, data_dir, server_log)
-        minter = harness.Minter(data_dir)
-        key = harness.internal_key(data_dir)
+        server = registryd.Registryd(binary, data_dir, server_log)
+        jwts = registryd.mint_tokens(binary, data_dir, workload.users(), ttl="4h")
+        key = registryd.internal_api_key(data_dir)
         for cycle in range(args.cycles):
             if time.monotonic() - started > args.time_limit:
                 harness.log(TOOL, f"time limit of {args.time_limit:.0f} s reached after {cycles_done} cycles")
                 break
-            stop, threads = workload.start_writers(server.port, minter, label=cycle)
+            stop, threads = workload.start_writers(server.port, jwts, label=cycle)
             delay = rng.uniform(args.min_delay, args.max_delay)
             time.sleep(delay)
             if not server.alive():
                 violations.append(f"cycle {cycle}: the server ended by itself before the kill "
-                                  f"({harness.describe_status(server.wait(0))}; log: {server_log})")
+                                  f"({registryd.describe_status(server.wait(0))}; log: {server_log})")
             status = server.kill()
             writing_seconds += delay
             kill_statuses[status] = kill_statuses.get(status, 0) + 1
@@ -78,7 +79,7 @@ def main():
             if any(t.is_alive() for t in threads):
                 violations.append(f"cycle {cycle}: a writer thread did not finish within 30 s of the kill")
                 break
-            server = harness.Server(binary, data_dir, server_log)
+            server = registryd.Registryd(binary, data_dir, server_log)
             restarts.append(server.start_seconds)
             result = workload.verify(server.port, key)
             cycles_done += 1
@@ -91,7 +92,7 @@ def main():
                                   f"{workload.count('acked')}, verified {totals['verified']}, lost {totals['lost']}")
         status, in_time = server.terminate()
         if not in_time or status != 0:
-            violations.append(f"final SIGTERM: {harness.describe_status(status)}"
+            violations.append(f"final SIGTERM: {registryd.describe_status(status)}"
                               + ("" if in_time else " (did not stop within 30 s)"))
         check = subprocess.run([binary, "check", "--data-dir", data_dir], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=300)
@@ -101,7 +102,7 @@ def main():
     except Exception as error:  # a harness failure is a failed run, never a pass
         violations.append(f"harness error: {type(error).__name__}: {error}")
     finally:
-        harness.stop_all_servers()
+        registryd.kill_all()
 
     elapsed = time.monotonic() - started
     if workload.unexpected:
@@ -115,7 +116,7 @@ def main():
             by_kind[record["op"]["kind"]] = by_kind.get(record["op"]["kind"], 0) + 1
     acked = workload.count("acked")
     unknown = workload.count("unknown")
-    kills = ", ".join(f"{n} x {harness.describe_status(s)}" for s, n in sorted(kill_statuses.items()))
+    kills = ", ".join(f"{n} x {registryd.describe_status(s)}" for s, n in sorted(kill_statuses.items()))
     print(f"{TOOL}: cycles                 {cycles_done} of {args.cycles} ({kills or 'none'})")
     print(f"{TOOL}: acknowledged writes    {acked} ("
           + ", ".join(f"{k} {by_kind.get(k, 0)}" for k, _ in harness.Workload.WEIGHTS) + ")")

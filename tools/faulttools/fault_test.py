@@ -10,6 +10,7 @@ import time
 import urllib.parse
 
 import harness
+from harness import registryd
 
 TOOL = "fault-test"
 
@@ -84,10 +85,10 @@ def run_scenario(name, binary, shim, args, rng):
     env = {"LD_PRELOAD": shim, "FAULTSHIM_OP": op, "FAULTSHIM_ERRNO": errno_name,
            "FAULTSHIM_TRIGGER": trigger, "FAULTSHIM_LOG": shim_log, "FAULTSHIM_DELAY_MS": str(args.fault_delay_ms)}
     try:
-        server = harness.Server(binary, data_dir, server_log, env=env)
-        minter = harness.Minter(data_dir)
-        key = harness.internal_key(data_dir)
-        stop, threads = workload.start_writers(server.port, minter, label="load")
+        server = registryd.Registryd(binary, data_dir, server_log, env=env)
+        jwts = registryd.mint_tokens(binary, data_dir, workload.users(), ttl="4h")
+        key = registryd.internal_api_key(data_dir)
+        stop, threads = workload.start_writers(server.port, jwts, label="load")
         warm_until = time.monotonic() + args.warmup_max
         time.sleep(0.2)
         while workload.count("acked") < args.warmup_writes and time.monotonic() < warm_until and server.alive():
@@ -118,7 +119,7 @@ def run_scenario(name, binary, shim, args, rng):
             for t in threads:
                 t.join(30)
             status, in_time = server.terminate()
-            figures["exit"] = ("kept serving; SIGTERM: " + harness.describe_status(status)
+            figures["exit"] = ("kept serving; SIGTERM: " + registryd.describe_status(status)
                                + ("" if in_time else " (SIGKILL: no stop in 30 s)"))
             if status != 0 or not in_time:
                 violations.append(f"SIGTERM after {errno_name}: {figures['exit']} (exit 0 expected)")
@@ -128,11 +129,11 @@ def run_scenario(name, binary, shim, args, rng):
         else:
             figures["policy"] = "exit"
             stop.set()
-            figures["exit"] = "exited by itself: " + harness.describe_status(status)
+            figures["exit"] = "exited by itself: " + registryd.describe_status(status)
             if first_503_at is not None:
                 figures["exit"] += f", {ended_at - first_503_at:.1f} s after the first 503"
             if status <= 0:
-                violations.append(f"after {errno_name} the server ended with {harness.describe_status(status)}; "
+                violations.append(f"after {errno_name} the server ended with {registryd.describe_status(status)}; "
                                   f"a supervisor needs a non-zero exit")
             if figures["healthz"] not in ("503", "no answer"):
                 violations.append(f"/healthz answered {figures['healthz']} after the failure (503 expected)")
@@ -191,7 +192,7 @@ def run_scenario(name, binary, shim, args, rng):
                 f"batch must fail too)")
 
         # A healthy disk: restart without the shim, everything acknowledged must be there.
-        server = harness.Server(binary, data_dir, server_log)
+        server = registryd.Registryd(binary, data_dir, server_log)
         result = workload.verify(server.port, key)
         figures.update(lost=result["lost"], verified=result["verified"], refused_present=result["refused_present"],
                        phantoms=result["phantoms"])
@@ -199,7 +200,7 @@ def run_scenario(name, binary, shim, args, rng):
             violations.append("after restart: " + line)
         status, in_time = server.terminate()
         if status != 0 or not in_time:
-            violations.append(f"healthy restart, SIGTERM: {harness.describe_status(status)}")
+            violations.append(f"healthy restart, SIGTERM: {registryd.describe_status(status)}")
         check = subprocess.run([binary, "check", "--data-dir", data_dir], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=300)
         lines = check.stdout.strip().splitlines()
@@ -209,7 +210,7 @@ def run_scenario(name, binary, shim, args, rng):
     except Exception as error:  # a harness failure is a failed run, never a pass
         violations.append(f"harness error: {type(error).__name__}: {error}")
     finally:
-        harness.stop_all_servers()
+        registryd.kill_all()
 
     say(f"writes acknowledged {figures.get('acked')}, refused (503) {figures.get('refused')}, "
         f"no answer {figures.get('unknown')}, other answers {figures.get('unexpected')}")
@@ -270,7 +271,7 @@ def main():
     started = time.monotonic()
     seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
     rng = random.Random(seed)
-    binary = harness.build(TOOL, args.config)
+    binary = registryd.registryd_binary(args.config, log=lambda m: harness.log(TOOL, m))
     shim_dir = harness.scratch_directory("shim-")
     shim = build_shim(shim_dir)
     harness.log(TOOL, f"seed {seed}, scenarios {', '.join(scenarios)}, {args.writers} writers")
@@ -279,7 +280,7 @@ def main():
         for name in scenarios:
             results.append(run_scenario(name, binary, shim, args, rng))
     finally:
-        harness.stop_all_servers()
+        registryd.kill_all()
         shutil.rmtree(shim_dir, ignore_errors=True)
     elapsed = time.monotonic() - started
 

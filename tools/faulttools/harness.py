@@ -1,9 +1,11 @@
 """Shared parts of tools/crash-test and tools/fault-test (Python 3 stdlib only).
 
-- build():        swift build of registryd (release or debug), returns the binary
-- Server:         one `registryd serve` process on a loopback port it picked
-                  (--listen 127.0.0.1:0, port read from its "listening" log line),
-                  stopped only by its own pid
+Building, starting and stopping registryd and minting its JWTs are
+tools/lib/registryd.py's; this module holds what the two drivers add:
+
+- scratch_directory(): a fresh directory on the real disk
+- install_exit_handlers(): a signal to the driver kills every server it started
+- Connection:     one keep-alive HTTP/1.1 connection to 127.0.0.1
 - Workload:       concurrent HTTP writers over loopback; every answer is
                   recorded with what it acknowledged, and a per-device model
                   keeps the latest acknowledged state (plus the one write that
@@ -19,42 +21,23 @@ devices under the activity cap, so the expected state of each device
 follows from its acknowledged writes alone.
 """
 
-import base64
-import hashlib
-import hmac
 import http.client
 import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools", "lib"))
+import registryd  # noqa: E402  (the one way to build, start, stop registryd and mint its JWTs)
 
 
 def log(tool, message):
     print(f"{tool}: {message}", flush=True)
-
-
-def build(tool, config):
-    """Builds registryd with SwiftPM; returns the path of the binary."""
-    args = ["swift", "build", "--product", "registryd"]
-    if config == "release":
-        args[2:2] = ["-c", "release"]
-    log(tool, f"building registryd ({config}): {' '.join(args)}")
-    started = time.monotonic()
-    done = subprocess.run(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if done.returncode != 0:
-        sys.stdout.write(done.stdout[-4000:])
-        raise SystemExit(f"{tool}: build failed (exit {done.returncode})")
-    show = args[:2] + (["-c", "release"] if config == "release" else []) + ["--show-bin-path"]
-    path = subprocess.run(show, cwd=REPO, stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
-    log(tool, f"built in {time.monotonic() - started:.1f} s: {path}/registryd")
-    return os.path.join(path, "registryd")
 
 
 def scratch_directory(prefix):
@@ -65,157 +48,13 @@ def scratch_directory(prefix):
     return tempfile.mkdtemp(prefix=prefix, dir=base)
 
 
-class Server:
-    """One `registryd serve` child; every stop goes through its pid."""
-
-    live = set()  # every Server still running, so the driver's exit path can stop them
-
-    def __init__(self, binary, data_dir, log_path, env=None, start_timeout=60.0):
-        self.binary = binary
-        self.data_dir = data_dir
-        self.log_path = log_path
-        self.port = None
-        environment = dict(os.environ)
-        for name in list(environment):
-            if name.startswith("REGISTRY_") or name.startswith("FAULTSHIM_") or name == "LD_PRELOAD":
-                del environment[name]
-        environment.update(env or {})
-        self.log_offset = os.path.getsize(log_path) if os.path.exists(log_path) else 0
-        self.log_file = open(log_path, "ab")
-        self.process = subprocess.Popen(
-            [binary, "serve", "--data-dir", data_dir, "--listen", "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=self.log_file, env=environment,
-            cwd=REPO)
-        Server.live.add(self)
-        started = time.monotonic()
-        self._wait_listening(start_timeout)
-        self.start_seconds = time.monotonic() - started
-
-    @property
-    def pid(self):
-        return self.process.pid
-
-    def _wait_listening(self, timeout):
-        deadline = time.monotonic() + timeout
-        with open(self.log_path, "rb") as f:
-            f.seek(self.log_offset)
-            buffer = b""
-            while time.monotonic() < deadline:
-                chunk = f.read()
-                if chunk:
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
-                        try:
-                            event = json.loads(line)
-                        except ValueError:
-                            continue
-                        if event.get("event") == "listening":
-                            host, port = event["address"].rsplit(":", 1)
-                            if host != "127.0.0.1":
-                                self.kill()
-                                raise RuntimeError(f"server listens on {host}, not loopback")
-                            self.port = int(port)
-                            return
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"server exited with {self.process.returncode} before listening "
-                                       f"(log: {self.log_path})")
-                time.sleep(0.01)
-        self.kill()
-        raise RuntimeError(f"server did not listen within {timeout:.0f} s (log: {self.log_path})")
-
-    def alive(self):
-        return self.process.poll() is None
-
-    def kill(self):
-        """SIGKILL by pid, then reap. Returns the exit status (negative: signal)."""
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-        status = self.process.wait()
-        self._closed()
-        return status
-
-    def terminate(self, timeout=30.0):
-        """SIGTERM, wait up to `timeout`, else SIGKILL. Returns (status, stopped_in_time)."""
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-        try:
-            status = self.process.wait(timeout)
-            in_time = True
-        except subprocess.TimeoutExpired:
-            status = self.kill()
-            in_time = False
-        self._closed()
-        return status, in_time
-
-    def wait(self, timeout):
-        """Waits for the process to end by itself; None on timeout."""
-        try:
-            status = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        self._closed()
-        return status
-
-    def _closed(self):
-        Server.live.discard(self)
-        if not self.log_file.closed:
-            self.log_file.close()
-
-
-def stop_all_servers():
-    for server in list(Server.live):
-        try:
-            server.kill()
-        except Exception:
-            pass
-
-
 def install_exit_handlers():
-    """SIGTERM/SIGINT/SIGHUP to the driver stop every server it started (by pid)."""
+    """SIGTERM/SIGINT/SIGHUP to the driver SIGKILL every server it started (by pid)."""
     def handler(signum, frame):
-        stop_all_servers()
+        registryd.kill_all()
         raise SystemExit(128 + signum)
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, handler)
-
-
-def describe_status(status):
-    if status is None:
-        return "still running"
-    if status < 0:
-        try:
-            return f"killed by {signal.Signals(-status).name}"
-        except ValueError:
-            return f"killed by signal {-status}"
-    return f"exit {status}"
-
-
-class Minter:
-    """HS256 device JWTs signed with the server's generated secret (as `registryd mint-token` does)."""
-
-    def __init__(self, data_dir):
-        with open(os.path.join(data_dir, "secrets", "jwt-hs256.secret"), "rb") as f:
-            secret = f.read()
-        self.secret = secret[:-1] if secret.endswith(b"\n") else secret
-        self.cache = {}
-        self.lock = threading.Lock()
-
-    def token(self, user):
-        with self.lock:
-            if user not in self.cache:
-                b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=")
-                head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-                body = b64(json.dumps({"sub": user, "exp": int(time.time()) + 4 * 3600}).encode())
-                sig = b64(hmac.new(self.secret, head + b"." + body, hashlib.sha256).digest())
-                self.cache[user] = (head + b"." + body + b"." + sig).decode()
-            return self.cache[user]
-
-
-def internal_key(data_dir):
-    with open(os.path.join(data_dir, "secrets", "internal-api.key"), "rb") as f:
-        key = f.read()
-    return (key[:-1] if key.endswith(b"\n") else key).decode()
 
 
 class TransportError(Exception):
@@ -383,7 +222,10 @@ class Workload:
 
     SUCCESS = {"upsert": (200, 201), "pushToStart": (200,), "activity": (200,), "signOut": (204,)}
 
-    def writer_loop(self, writer, port, minter, stop, label, pause_after_refusal=0.005):
+    def users(self):
+        return sorted({user for user, _ in self.devices})
+
+    def writer_loop(self, writer, port, jwts, stop, label, pause_after_refusal=0.005):
         """Writes until `stop` is set or the server stops answering."""
         rng = random.Random(self.random.getrandbits(64) ^ writer)
         owned, activities = self.by_writer[writer]
@@ -396,7 +238,7 @@ class Workload:
                 device = rng.choice(candidates)
                 op = self.next_op(writer, device, activities, rng)
                 method, path, body = self.request_for(device, op)
-                headers = {"Authorization": "Bearer " + minter.token(device.user)}
+                headers = {"Authorization": "Bearer " + jwts[device.user]}
                 record = {"device": (device.user, device.device_id), "op": op, "label": label,
                           "sent_ns": time.monotonic_ns()}
                 try:
@@ -434,9 +276,10 @@ class Workload:
         finally:
             connection.close()
 
-    def start_writers(self, port, minter, label):
+    def start_writers(self, port, jwts, label):
+        """One thread per writer; `jwts` maps each of users() to its device JWT."""
         stop = threading.Event()
-        threads = [threading.Thread(target=self.writer_loop, args=(w, port, minter, stop, label), daemon=True)
+        threads = [threading.Thread(target=self.writer_loop, args=(w, port, jwts, stop, label), daemon=True)
                    for w in range(self.writers)]
         for t in threads:
             t.start()
@@ -452,7 +295,7 @@ class Workload:
         """Every device of the workload's users, as the internal API shows it."""
         connection = Connection(port, timeout=60.0)
         auth = {"Authorization": "Bearer " + key}
-        users = sorted({user for user, _ in self.devices})
+        users = self.users()
         observed = {}
         extra_fields = []
         try:

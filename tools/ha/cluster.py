@@ -23,6 +23,7 @@ import time
 import urllib.request
 
 import procs
+import registryd  # tools/lib, on sys.path through ha_test.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PG_BIN = "/usr/lib/postgresql/15/bin"
@@ -149,7 +150,7 @@ class Cluster:
         self.log = log
         self.started_pids = []
         self.orphans = []     # (name, pid, start time): processes of a killed postmaster
-        ports = procs.free_ports(8)
+        ports = registryd.free_ports(8, avoid=procs.RESERVED_PORTS)
         self.etcd_client_port, self.etcd_peer_port = ports[0], ports[1]
         self.nodes = [Node(self, i + 1, ports[2 + 2 * i], ports[3 + 2 * i]) for i in range(3)]
         self.passwords = {k: secrets.token_hex(16) for k in ("superuser", "replication", "rewind")}

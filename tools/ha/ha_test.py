@@ -20,12 +20,15 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 
 import cluster as clusterlib  # noqa: E402
 import dbload  # noqa: E402
 import procs  # noqa: E402
 import registry  # noqa: E402
+import registryd  # noqa: E402  (tools/lib: build, free ports, start and stop registryd, mint-token)
 
 RECOVERY_TIMEOUT = 90   # seconds from a kill until writes and a sync standby are back
 REJOIN_TIMEOUT = 60     # then until every node not killed on purpose runs again
@@ -50,7 +53,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="tools/ha-test", description=__doc__.split("\n\n")[1])
     p.add_argument("--db-only", action="store_true",
                    help="no registryd: the writers write straight to PostgreSQL (psycopg2)")
-    p.add_argument("--bin", help="the registryd binary (tools/ha-test builds one when absent)")
+    p.add_argument("--bin", help="the registryd binary (default: this tree's, built in release mode)")
     p.add_argument("--writers", type=int, default=8, help="concurrent writers (default 8)")
     p.add_argument("--duration", type=float, default=5.0,
                    help="seconds of steady writing before the first failover and after each recovery (default 5)")
@@ -60,8 +63,6 @@ def parse_args(argv):
         p.error("--writers must be at least 1")
     if args.duration < 0:
         p.error("--duration must not be negative")
-    if not args.db_only and not args.bin:
-        p.error("--bin PATH is required unless --db-only (tools/ha-test passes it)")
     if args.bin:
         args.bin = os.path.abspath(args.bin)   # registryd runs in its node's folder
     return args
@@ -130,9 +131,8 @@ class Run:
 
     def start_registryd(self):
         url = self.cluster.url("registry")
-        ports = procs.free_ports(2)
-        first = registry.RegistryNode(self.args.bin, "r1", self.base, ports[0], url)
-        second = registry.RegistryNode(self.args.bin, "r2", self.base, ports[1], url, secrets_from=first)
+        first = registry.RegistryNode(self.args.bin, "r1", self.base, url)
+        second = registry.RegistryNode(self.args.bin, "r2", self.base, url, secrets_from=first)
         for node in (first, second):
             t = time.monotonic()
             self.nodes.append(node)
@@ -146,7 +146,7 @@ class Run:
         self.probe = dbload.Probe(self.cluster.url("ha_probe"))
         self.probe.start()
         if not self.args.db_only:
-            jwts = [registry.mint_token(self.args.bin, self.nodes[0], "ha-user-%d" % i) for i in range(self.args.writers)]
+            jwts = [registry.mint_token(self.nodes[0], "ha-user-%d" % i) for i in range(self.args.writers)]
         for i in range(self.args.writers):
             if self.args.db_only:
                 w = dbload.DBWriter(i, self.cluster.url("ha_probe"), self.recorder, self.stop_writers)
@@ -271,7 +271,7 @@ class Run:
 
     def stop_registryd(self):
         for node in self.nodes:
-            if node.process is not None:
+            if node.server is not None:
                 self.exit_statuses[node.name] = node.stop(log=say)
         if self.nodes:
             say("registryd exit statuses after SIGTERM: %s" % ", ".join("%s %s" % kv for kv in sorted(self.exit_statuses.items())))
@@ -389,6 +389,8 @@ def main(argv):
     if os.geteuid() != 0:
         print("tools/ha-test: run as root (Patroni runs as postgres through runuser)", file=sys.stderr)
         return 2
+    if not args.db_only and not args.bin:
+        args.bin = registryd.registryd_binary("release", log=say)
     if not args.db_only and not os.access(args.bin, os.X_OK):
         print("tools/ha-test: --bin %s is not an executable" % args.bin, file=sys.stderr)
         return 2

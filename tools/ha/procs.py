@@ -1,40 +1,18 @@
-"""Processes and ports for tools/ha-test: started, watched and stopped by pid.
+"""Processes for tools/ha-test: watched and stopped by pid.
 
 Standard library only. Every process a run starts is stopped by its own pid
 (never by name); a postmaster is found through its data_dir/postmaster.pid,
-since it outlives the Patroni that started it.
+since it outlives the Patroni that started it. Free ports come from
+tools/lib/registryd.py (free_ports, avoiding RESERVED_PORTS).
 """
 
 import os
 import signal
-import socket
 import time
 
-# The default ports of etcd, PostgreSQL and Patroni's REST API: never used,
+# The default ports of etcd, PostgreSQL and Patroni's REST API: never picked,
 # so a stray system service cannot be mistaken for ours (or hit by our kills).
 RESERVED_PORTS = {2379, 2380, 5432, 8008}
-
-
-def free_ports(count):
-    """`count` distinct free TCP ports on 127.0.0.1, none of RESERVED_PORTS.
-
-    Picked by binding port 0 with every socket held open until all are
-    chosen, so they differ from each other; another program could still
-    take one before we bind it (the run then fails at that start).
-    """
-    held, ports = [], []
-    try:
-        while len(ports) < count:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            held.append(s)
-            port = s.getsockname()[1]
-            if port not in RESERVED_PORTS:
-                ports.append(port)
-    finally:
-        for s in held:
-            s.close()
-    return ports
 
 
 def running(pid):

@@ -13,14 +13,13 @@ import http.client
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import threading
 import time
 import urllib.parse
 
-import procs
+import registryd  # tools/lib, on sys.path through ha_test.py
 
 REQUEST_TIMEOUT = 10.0   # seconds a writer waits for one answer
 DEVICES_PER_USER = 10    # under the default cap of 20 devices per user: nothing is evicted
@@ -37,16 +36,16 @@ def push_token(run_id, user, device, sequence):
 
 
 class RegistryNode:
-    def __init__(self, binary, name, base, port, url, secrets_from=None):
+    def __init__(self, binary, name, base, url, secrets_from=None):
         self.binary = binary
         self.name = name
         self.dir = os.path.join(base, name)
         self.data_dir = os.path.join(self.dir, "data")
-        self.port = port
+        self.port = None   # known once started: registryd binds port 0
         self.url = url
         self.log = os.path.join(self.dir, "registryd.log")
         self.secrets_from = secrets_from   # the node whose generated secrets this one uses
-        self.process = None
+        self.server = None
 
     @property
     def secrets_dir(self):
@@ -58,40 +57,36 @@ class RegistryNode:
                 "--internal-api-key-file", os.path.join(source.secrets_dir, "internal-api.key"),
                 "--jwt-hs256-secret-file", os.path.join(source.secrets_dir, "jwt-hs256.secret")]
 
-    def command(self):
+    def serve_flags(self):
         """The first node takes the store from flags; the others from REGISTRY_STORE and
         REGISTRY_POSTGRES_URL (both ways are exercised, and the password stays out of ps)."""
-        command = [self.binary, "serve", "--data-dir", self.data_dir, "--listen", "127.0.0.1:%d" % self.port]
-        env = dict(os.environ)
-        for name in [n for n in env if n.startswith("REGISTRY_")]:
-            del env[name]
         if self.secrets_from is None:
-            command += ["--store", "postgres", "--postgres-url", self.url]
-        else:
-            env["REGISTRY_STORE"] = "postgres"
-            env["REGISTRY_POSTGRES_URL"] = self.url
-            command += self.secret_flags()
-        return command, env
+            return ["--store", "postgres", "--postgres-url", self.url], {}
+        return self.secret_flags(), {"REGISTRY_STORE": "postgres", "REGISTRY_POSTGRES_URL": self.url}
 
     def describe(self):
-        command, env = self.command()
+        flags, env = self.serve_flags()
+        command = self.server.command if self.server else [self.binary, "serve"] + flags
         shown = " ".join(c if c != self.url else "URL" for c in command[1:])
-        extra = " (REGISTRY_STORE=postgres REGISTRY_POSTGRES_URL=URL)" if "REGISTRY_STORE" in env else ""
+        extra = " (REGISTRY_STORE=postgres REGISTRY_POSTGRES_URL=URL)" if env else ""
         return "registryd " + shown + extra
 
     def start(self, started_pids, timeout=30):
+        """Starts the node in its own session (the driver stops it) and waits until /healthz answers 200."""
         os.makedirs(self.dir, exist_ok=True)
-        log = open(self.log, "ab")
-        command, env = self.command()
-        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                        cwd=self.dir, start_new_session=True)
-        log.close()
-        started_pids.append(("registryd %s" % self.name, self.process.pid))
+        flags, env = self.serve_flags()
         deadline = time.monotonic() + timeout
+        try:
+            self.server = registryd.Registryd(self.binary, self.data_dir, self.log, flags, env=env, cwd=self.dir,
+                                              start_timeout=timeout, new_session=True)
+        except RuntimeError as e:
+            raise RegistryError("registryd %s: %s: %s" % (self.name, e, tail(self.log, 5)))
+        self.port = self.server.port
+        started_pids.append(("registryd %s" % self.name, self.server.pid))
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if not self.server.alive():
                 raise RegistryError("registryd %s exited with %s at start: %s" % (
-                    self.name, self.process.returncode, tail(self.log, 5)))
+                    self.name, self.server.process.returncode, tail(self.log, 5)))
             if self.healthz() == 200:
                 return
             time.sleep(0.1)
@@ -109,14 +104,12 @@ class RegistryNode:
 
     def stop(self, log=print):
         """SIGTERM (drains requests in flight, exit 0), SIGKILL after 15 s."""
-        if self.process is None:
+        if self.server is None:
             return None
-        if self.process.poll() is None:
-            procs.stop_pid(self.process.pid, "registryd %s" % self.name, first=signal.SIGTERM, grace=15, log=log)
-        try:
-            return self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            return None
+        status, in_time = self.server.terminate(15)
+        if not in_time:
+            log("registryd %s (pid %d) still running 15 s after SIGTERM; SIGKILL" % (self.name, self.server.pid))
+        return status
 
 
 def tail(path, lines):
@@ -164,14 +157,13 @@ def log_causes(nodes):
     return found
 
 
-def mint_token(binary, node, user):
-    result = subprocess.run([binary, "mint-token", "--data-dir", node.data_dir, "--user", user, "--ttl", "2h",
-                             "--jwt-hs256-secret-file", os.path.join(node.secrets_dir, "jwt-hs256.secret")],
-                            capture_output=True, text=True, timeout=30)
-    token = result.stdout.strip()
-    if result.returncode != 0 or token.count(".") != 2:
-        raise RegistryError("registryd mint-token --user %s: exit %d: %s" % (user, result.returncode, result.stderr.strip()))
-    return token
+def mint_token(node, user):
+    """A device JWT for `user` signed with the HS256 secret every node is given."""
+    try:
+        return registryd.mint_token(node.binary, node.data_dir, user, ttl="2h", flags=[
+            "--jwt-hs256-secret-file", os.path.join(node.secrets_dir, "jwt-hs256.secret")], timeout=30)
+    except RuntimeError as e:
+        raise RegistryError(str(e))
 
 
 def classify_http_error(error):

@@ -1,0 +1,1 @@
+"""One module per mode of tools/bench, each with bench(run): default, scale, sweep, against, stores."""

@@ -1,0 +1,303 @@
+"""--stores LIST (--store postgres = --stores lmdb,postgres): the same workloads on registryd over LMDB
+and over PostgreSQL (one private durable server; every PostgreSQL store a registryd with its own pool
+size, all sharing one database as nodes of one registry do) in one run, in rounds with the first
+store rotating. The report: per workload each store's median req/s and p99, the ratio to LMDB and to
+django-push-notifications' 240 upserts/s; every round with the CPU registryd and PostgreSQL used;
+PostgreSQL's commits, rollbacks, WAL flushes and rows written; with --pg-statements, its statements.
+"""
+
+import os
+import time
+
+from .. import keys, procfs, report, servers, workloads
+from ..dataset import bytes_on_disk, load, thousands
+from ..options import COMPARED_WORKLOADS
+from ..postgres import Postgres, delta
+from ..report import commas, median
+from ..run import log
+
+# django-push-notifications' durable upserts/s on PostgreSQL 15 on these machines: the figure the
+# issue that asked for --store postgres gives (the launch upsert's goal on PostgreSQL is 10 times it).
+DJANGO_UPSERTS = 240
+WRITE_WORKLOADS = ("upsert-mix", "reregister-hs256", "reregister-rs256", "reregister-es256")
+COUNTER_WAIT = 11   # seconds until idle connections have handed their counters over
+
+NOTES = f"""- Medians over the rounds; the range is the lowest and highest round. "÷ LMDB" above 1 means that store
+  serves more requests per second than LMDB. "÷ {DJANGO_UPSERTS}/s" (upsert workloads only) compares with
+  django-push-notifications' {DJANGO_UPSERTS} durable upserts/s on PostgreSQL 15 on these machines, the figure the
+  issue gives; the launch upsert's goal on PostgreSQL is 10 times it.
+- Every write is durable before its 2xx: LMDB fsyncs each group commit; PostgreSQL commits each write as
+  its own transaction with fsync and synchronous_commit on (concurrent commits may share one WAL flush).
+"""
+
+
+class Round:
+    """One store's run of one workload: its Row, the load average before, CPU ticks, PostgreSQL figures."""
+
+    def __init__(self, side, workload, number, load):
+        self.side, self.workload, self.number, self.load = side, workload, number, load
+        self.row = None
+        self.registryd_ticks = 0
+        self.pg_ticks = None
+        self.pg_delta = None        # --pg-statements: counters over the round
+        self.statements = None      # --pg-statements: the round's costliest statements
+
+
+def bench(run):
+    options = run.options
+    sides = options.sides
+    size = int(options.devices or 100000)
+    run.big_tokens = min(size, 10000)
+    facts = {"size": size}
+    if any(side.pool == 0 for side in sides):
+        facts["lmdb"] = load(run, run.path("lmdb-data"), size, ["--big-activity-tokens", str(run.big_tokens)])
+        facts["lmdb_bytes"] = bytes_on_disk(run.path("lmdb-data", "lmdb"))
+    run.data_devices = size
+    pg = None
+    if options.pg_sides:
+        pg = Postgres(run)
+        pg.start(options.pg_statements)
+        facts["pg_load"] = pg.load(size)
+        facts["pg_bytes"] = pg.database_bytes()
+    users = size // 5
+    facts["sample"] = min(users, 20000)
+    keys.mint(run, facts["sample"], users // facts["sample"], workloads.needs_all_algorithms(options))
+    started = [start_side(run, side, pg) for side in sides]
+    totals_start = (pg.counters(), pg.table_counters()) if pg else None
+    rounds = run_rounds(run, started, pg)
+    totals_end = None
+    if pg:
+        log(f"waiting {COUNTER_WAIT} s for PostgreSQL's counters")
+        time.sleep(COUNTER_WAIT)
+        totals_end = (pg.counters(), pg.table_counters())
+    for _, server in started:
+        servers.stop_server(run, server)
+    body = (summary(run, facts, pg, started) + stores_table(run, rounds)
+            + (totals(totals_start, totals_end) if pg else "") + statements_report(run, rounds))
+    run.notes.append(NOTES)
+    report.finish(run, body)
+
+
+def start_side(run, side, pg):
+    """(side, its registryd): LMDB on the loaded directory, PostgreSQL with the load's token keys."""
+    if side.pool == 0:
+        return side, servers.start_server(run, run.path("lmdb-data"))
+    flags = ["--store", "postgres", "--postgres-url", pg.url, "--postgres-pool-size", str(side.pool),
+             "--token-key-file", run.path("pg-data", "secrets", "token-keys")]
+    return side, servers.start_server(run, run.path("pg-data"), flags,
+                                      log_path=run.path("pg-data", f"server-{side.name}.log"))
+
+
+def run_rounds(run, started, pg):
+    """Every selected workload, --rounds rounds of every store; round r starts with store (r - 1) mod n and
+    the others follow in turn, so over n rounds each goes first once and the machine's drift falls on all."""
+    options = run.options
+    rounds = []
+    for workload in COMPARED_WORKLOADS:
+        if not options.selected(workload):
+            continue
+        for r in range(1, int(options.rounds) + 1):
+            for k in range(len(started)):
+                side, server = started[(r - 1 + k) % len(started)]
+                rounds.append(measure(run, side, server, workload, r, pg if side.pool else None))
+    return rounds
+
+
+def measure(run, side, server, workload, number, pg):
+    """One round of one store, with its CPU ticks (and with --pg-statements, PostgreSQL's view of it)."""
+    statements = pg is not None and run.options.pg_statements
+    if statements:
+        pg.reset_statements()
+        counters_before = pg.counters()
+    result = Round(side, workload, number, report.load_average().split()[0])
+    registryd_before = procfs.cpu_ticks(server.pid)
+    pg_before = pg.ticks() if pg else None
+    result.row = workloads.run_named(run, side.name, f"{workload}#{number}", workload, server)
+    result.registryd_ticks = procfs.cpu_ticks(server.pid) - registryd_before
+    if pg:
+        result.pg_ticks = pg.ticks() - pg_before
+    if statements:
+        result.statements = pg.statements()
+        log(f"  waiting {COUNTER_WAIT} s for PostgreSQL's counters")
+        time.sleep(COUNTER_WAIT)
+        result.pg_delta = delta(counters_before, pg.counters())
+    return result
+
+
+def summary(run, facts, pg, started):
+    options = run.options
+    size, sample = facts["size"], facts["sample"]
+    lines = [f"## registryd on {', '.join(side.label for side in options.sides)}, interleaved", "",
+             f"- data set: {thousands(size)} devices over {thousands(size // 5)} users, 5 per user, each with push, "
+             f"push-to-start",
+             f"  and activity tokens, {thousands(run.big_tokens)} in \"big\"; the same records in every store"]
+    if "lmdb" in facts:
+        lines.append(f"- LMDB: `registry-bench load` (importRecords, group commits) in {facts['lmdb']['seconds']} s, "
+                     f"{facts['lmdb_bytes']} bytes on disk")
+    if pg:
+        loaded, vacuum, checkpoint = facts["pg_load"]
+        lines += [f"- {pg.settings}; a fresh cluster (tools/pg-server start --durable) in the work area, on the same "
+                  f"disk as LMDB's",
+                  "- PostgreSQL load: `registry-bench load --postgres-url` (PostgresRegistryStore.importRecords, the "
+                  "path of",
+                  "  `registryd import --store postgres`; 50-device chunks, one transaction each, 4 at once) in",
+                  f"  {loaded['seconds']} s ({loaded['devicesPerSecond']} devices/s, {loaded['retries']} chunks "
+                  f"retried),",
+                  f"  then VACUUM (ANALYZE) {vacuum} s and CHECKPOINT {checkpoint} s; database {facts['pg_bytes']} bytes"]
+    for side, server in started:
+        flags = f" --store postgres --postgres-pool-size {side.pool}" if side.pool else ""
+        lines.append(f"- {side.label}: `registryd serve{flags}`, first /healthz after {server.start_ms:.1f} ms")
+    plural = "" if options.rounds == "1" else "s"
+    lines += [f"- every server ran throughout, each idle while another was measured; per workload, {options.rounds} "
+              f"round{plural}",
+              f"  of every store, {options.duration} s each, the first store rotating; the same wrk script, JWTs "
+              f"({thousands(sample)} users) and keys", ""]
+    return "\n".join(lines) + "\n"
+
+
+def stores_table(run, rounds):
+    """Per workload each store's median req/s (range) and p99, ratios to LMDB and to django's 240/s; the
+    launch upsert goal per PostgreSQL store; then every round with its CPU per request."""
+    sides = run.options.sides
+    base = next((side for side in sides if side.name == "lmdb"), None)
+    order = list(dict.fromkeys(r.workload for r in rounds))
+    lines = [comparison_head(sides, base)]
+    ratios = len(sides) - 1 if base else 0
+    lines.append("| --- |" + " ---: | ---: |" * len(sides) + " ---: |" * ratios + " ---: |" * len(sides))
+    medians = {}
+    for workload in order:
+        lines.append(comparison_row(sides, base, workload, rounds, medians))
+    lines.append("")
+    for side in sides:
+        if side.pool and "reregister-hs256" in order:
+            lines.append(goal_line(side, rounds, medians))
+    lines.append("")
+    lines += every_round(run, rounds)
+    return "\n".join(lines) + "\n"
+
+
+def comparison_head(sides, base):
+    head = "| workload |" + "".join(f" {s.label} req/s, median (range) | {s.label} p99 ms |" for s in sides)
+    if base:
+        head += "".join(f" {s.label} ÷ LMDB |" for s in sides if s is not base)
+    return head + "".join(f" {s.label} ÷ {DJANGO_UPSERTS}/s |" for s in sides)
+
+
+def of(rounds, side, workload):
+    return [r for r in rounds if r.side is side and r.workload == workload]
+
+
+def comparison_row(sides, base, workload, rounds, medians):
+    line = f"| {workload} |"
+    for side in sides:
+        mine = of(rounds, side, workload)
+        rates = [float(r.row.rps) for r in mine]
+        medians[side.name, workload] = median(rates)
+        flagged = "**FLAGGED** " if any(r.row.flagged for r in mine) else ""
+        line += (f" {flagged}{commas(median(rates))} ({commas(min(rates))}–{commas(max(rates))}) | "
+                 f"{median(r.row.p99 for r in mine):.2f} |")
+    if base:
+        m = medians[base.name, workload]
+        line += "".join(f" {medians[s.name, workload] / m:.3f} |" if m > 0 else " - |" for s in sides if s is not base)
+    for side in sides:
+        line += f" {medians[side.name, workload] / DJANGO_UPSERTS:.1f}× |" if workload in WRITE_WORKLOADS else " - |"
+    return line
+
+
+def goal_line(side, rounds, medians):
+    v = medians[side.name, "reregister-hs256"]
+    flagged = any(r.row.flagged for r in of(rounds, side, "reregister-hs256"))
+    met = "met" if v >= 10 * DJANGO_UPSERTS and not flagged else "not met"
+    return (f"- Launch upsert (reregister-hs256) on {side.label}: {commas(v)} req/s, {v / DJANGO_UPSERTS:.1f}× "
+            f"django-push-notifications’ {DJANGO_UPSERTS}/s; goal ≥ 10× ({commas(10 * DJANGO_UPSERTS)}/s): **{met}**")
+
+
+def every_round(run, rounds):
+    tick = os.sysconf("SC_CLK_TCK")
+    seconds = run.duration
+    lines = ["Every round, in the order run. CPU: registryd’s own, and the PostgreSQL server’s (postmaster, backends,",
+             "WAL writer, checkpointer), per request and in cores busy over the round (of 2; wrk uses the rest):", "",
+             "| workload | round | store | req/s | p50 ms | p99 ms | non-2xx | socket errors | registryd CPU ms/req | "
+             "PostgreSQL CPU ms/req | cores busy (registryd + PostgreSQL) | peak RSS MiB | statuses | "
+             "load avg (1 min) before |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+    for r in rounds:
+        row = r.row
+        n = float(row.rps) * seconds
+        registryd_ms = f"{1000 * r.registryd_ticks / tick / n:.3f}" if n > 0 else "-"
+        pg_ms = f"{1000 * r.pg_ticks / tick / n:.3f}" if r.pg_ticks is not None and n > 0 else "-"
+        busy = f"{(r.registryd_ticks + (r.pg_ticks or 0)) / tick / seconds:.2f}"
+        lines.append(f"| {r.workload} | {r.number} | {r.side.label} | {float(row.rps):.0f} | {float(row.p50):.2f} | "
+                     f"{float(row.p99):.2f} | {int(float(row.non2xx))} | {int(float(row.errors))} | {registryd_ms} | "
+                     f"{pg_ms} | {busy} | {row.rss_kib / 1024:.0f} | {row.statuses} | {r.load} |")
+    return lines
+
+
+def totals(start, end):
+    """PostgreSQL's commits, rollbacks and WAL over all its rounds, and the rows written per table."""
+    d = delta(start[0], end[0])
+    lines = ["",
+             f"PostgreSQL over all its rounds (pg_stat_database, pg_stat_wal): {int(d[0])} commits (a read is one too), "
+             f"{int(d[1])} rollbacks",
+             f"(conflicts the store retries, and aborted attempts), {int(d[2])} WAL flushes (fsync), "
+             f"{d[3] / d[2] if d[2] > 0 else 0:.3f} ms each on average,",
+             f"{int(d[4])} WAL writes, {d[5] / 1e6:.0f} MB of WAL.",
+             "",
+             "Rows written over all PostgreSQL rounds (pg_stat_user_tables; a HOT update writes no index entry):",
+             "",
+             "| table | inserted | updated | of which HOT | deleted |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for table, after in end[1].items():
+        changes = delta(start[1].get(table, [0, 0, 0, 0]), after)
+        lines.append(f"| {table} | " + " | ".join(str(int(c)) for c in changes) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def statements_report(run, rounds):
+    """With --pg-statements: per PostgreSQL round its commits, rollbacks and WAL flushes per request; then the
+    last round's statements per store and workload."""
+    measured = [r for r in rounds if r.pg_delta is not None]
+    if not measured:
+        return ""
+    lines = ["", "### PostgreSQL per round (counters read 11 s after each round, once its connections handed them over)",
+             "",
+             "| store | workload | round | requests | commits per request | rollbacks per request | WAL flushes per "
+             "request | commits per WAL flush | mean WAL flush ms |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in measured:
+        lines.append(round_counters_row(r))
+    lines += ["", "(a read commits too: each is one implicit transaction)"]
+    last = int(run.options.rounds)
+    for side in run.options.sides:
+        for workload in COMPARED_WORKLOADS:
+            chosen = [r for r in measured if r.side is side and r.workload == workload and r.number == last]
+            if side.pool and chosen and chosen[0].statements:
+                lines += ["", f"#### {side.label}, {workload}, round {last}: statements (pg_stat_statements)", ""]
+                lines += statements_table(chosen[0].statements, float(chosen[0].row.requests or 0))
+    return "\n".join(lines) + "\n"
+
+
+def round_counters_row(r):
+    d, n = r.pg_delta, float(r.row.requests or 0)
+    per = lambda value, digits: f"{value / n if n else 0:.{digits}f}"
+    flushes = d[2]
+    return (f"| {r.side.label} | {r.workload} | {r.number} | {int(n)} | {per(d[0], 2)} | {per(d[1], 3)} | "
+            f"{per(d[2], 3)} | {f'{d[0] / flushes:.1f}' if flushes else '-'} | "
+            f"{f'{d[3] / flushes:.3f}' if flushes else '-'} |")
+
+
+def statements_table(statements, requests):
+    """A round's statements (pg_stat_statements) per request, as Markdown lines."""
+    total = sum(float(s[1]) + float(s[2]) for s in statements)
+    lines = [f"{int(requests)} requests; database time (execution + planning) "
+             f"{total / requests if requests > 0 else 0:.3f} ms per request", "",
+             "| statement | calls per request | mean execution ms | mean planning ms | share of database time |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for calls, execution, planning, _, query in statements:
+        calls, execution, planning = float(calls), float(execution), float(planning)
+        text = query.replace("|", "\\|")
+        text = text[:109] + "…" if len(text) > 110 else text
+        lines.append(f"| `{text}` | {calls / requests if requests > 0 else 0:.2f} | "
+                     f"{execution / calls if calls else 0:.4f} | {planning / calls if calls else 0:.4f} | "
+                     f"{100 * (execution + planning) / total if total > 0 else 0:.1f}% |")
+    return lines
