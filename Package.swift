@@ -4,25 +4,31 @@ import PackageDescription
 /// registryd: a push-notification device registry.
 ///
 /// Dependencies point one way:
-/// `registryd → RegistryHTTP → (Registry, HTTPServer, JWT)`,
-/// `Registry → (LMDB → CLMDB, Postgres → CLibPQ, TokenSealing → COpenSSL)`;
-/// `JSON` (strict parser and escaping writer) is shared by the HTTP layers
-/// and `JWT`; `Codecs` (strict base64url, hex, constant-time compare) by
-/// `Registry`, `JWT`, `RegistryHTTP` and `registryd`. Neither depends on anything, so
-/// each format has one implementation. `Lifecycle` (`Service`,
-/// `ServiceGroup`: one start/stop shape) is shared by `Registry`,
-/// `HTTPServer` and `registryd`.
-/// `RegistryClient` is the app-side library: Foundation only, no dependency
-/// on the server's targets, so an app adds it alone.
-/// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification over
-/// OpenSSL) know nothing of the registry, so each is tested on its own.
-/// `TokenSealing` (AES-256-GCM sealing and HMAC-SHA-256 index keys for
-/// tokens at rest, and their key file) depends only on `COpenSSL` and
-/// `Codecs`; `Registry` seals with it.
+/// `registryd → RegistryHTTP → (RegistryCore, HTTPServer, JWT)`, and
+/// `registryd → (RegistryLMDB, RegistryPostgres) → RegistryCore`.
+/// `RegistryCore` is the engine-neutral registry: the store protocols and
+/// their records, validation, limits, the sweeper, key rotation's rules and
+/// the resumable step loop. Each engine is its own target on top of it:
+/// `RegistryLMDB` (on `LMDB → CLMDB`) and `RegistryPostgres` (on
+/// `Postgres → CLibPQ`); neither sees the other, and only `registryd`
+/// (which picks one by `--store`) and the tests see both.
+/// Shared leaves, each the one implementation of its concern: `JSON`
+/// (strict parser, escaping writer), `Codecs` (strict base64url, hex,
+/// constant-time compare, length-prefixed fields, durations in seconds),
+/// `Crypto` (HMAC-SHA-256 and SHA-256 over `COpenSSL`), `Lifecycle`
+/// (`Service`, `ServiceGroup`, `PeriodicThread`: one start/stop shape).
+/// `TokenSealing` (AES-256-GCM sealing of tokens at rest and their key file)
+/// depends only on `COpenSSL`, `Crypto` and `Codecs`.
+/// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification
+/// over OpenSSL) know nothing of the registry, so each is tested on its own.
 /// `Postgres` (libpq connections on dedicated threads, a pool, retried
 /// transactions, advisory locks, versioned migrations) depends only on
-/// `CLibPQ`; `Registry`'s PostgreSQL store is built on it, and `registryd`
-/// uses its errors to tell an unreachable database at start.
+/// `CLibPQ` and `Codecs`. `CGlibcExtras` exposes the glibc calls the Glibc
+/// module leaves out (registryd turns core dumps off with them).
+/// `RegistryClient` is the app-side library: Foundation only, no dependency
+/// on the server's targets, so an app adds it alone.
+/// `public` is a target's API; what only the engines and tests may use of
+/// the core (raw records, step loops, test hooks) is `package` access.
 let package = Package(
     name: "registryd",
     // iOS: only RegistryClient is meant for it (Duration and ContinuousClock need iOS 16).
