@@ -83,12 +83,23 @@ extension ExecutableTests {
         #expect(chmod(operatorKeys, 0o600) == 0)
 
         let rotate = ["rotate-token-key", "--token-key-file", operatorKeys, "--server-wait", "3s"]
-        let first = Task { [self] in try run(rotate, in: directory) }
-        try await Task.sleep(for: .milliseconds(800))
+        // The second rotation starts once the first holds the rotation lock and waits for the server.
+        let first = Registryd.process(rotate, in: directory)
+        let firstErrors = Pipe()
+        first.standardError = firstErrors
+        first.standardOutput = FileHandle.nullDevice
+        try first.run()
+        var stoppedError = ""
+        while !stoppedError.contains("waiting for pid") {
+            let chunk = firstErrors.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            stoppedError += String(decoding: chunk, as: UTF8.self)
+        }
         let (busy, _, busyError) = try run(rotate, in: directory)
         #expect(busy == 1 && busyError.contains("another rotate-token-key is running on this registry (pid "), "\(busyError)")
-        let (stopped, _, stoppedError) = try await first.value
-        #expect(stopped == 1, "\(stoppedError)")
+        stoppedError += String(decoding: firstErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        first.waitUntilExit()
+        #expect(first.terminationStatus == 1, "\(stoppedError)")
         #expect(stoppedError.contains("these servers still do not seal under the new key 2: pid \(server.process.processIdentifier) on "),
                 "\(stoppedError)")
         let operatorRing = try String(contentsOfFile: operatorKeys, encoding: .utf8)
