@@ -79,24 +79,25 @@ let package = Package(
         // The store suites: one contract suite that runs against each engine (tools/test runs it
         // twice, REGISTRY_TEST_BACKEND=postgres the second time), and one suite per engine for
         // what only it has. RegistryTestSupport holds their fixture (a store on either engine).
-        .target(name: "RegistryTestSupport", dependencies: ["RegistryCore", "RegistryLMDB", "RegistryPostgres", "LMDB",
+        .target(name: "RegistryTestSupport", dependencies: ["RegistrydTestSupport", "RegistryCore", "RegistryLMDB", "RegistryPostgres", "LMDB",
                                                             "Postgres", "TokenSealing"],
                 path: "Tests/RegistryTestSupport"),
-        .testTarget(name: "RegistryContractTests", dependencies: ["RegistryTestSupport", "RegistryCore", "RegistryLMDB",
+        .testTarget(name: "RegistryContractTests", dependencies: ["RegistryTestSupport", "RegistrydTestSupport", "RegistryCore", "RegistryLMDB",
                                                                   "RegistryPostgres", "LMDB", "Postgres", "Codecs", "Crypto",
                                                                   "TokenSealing"]),
-        .testTarget(name: "RegistryLMDBTests", dependencies: ["RegistryTestSupport", "RegistryCore", "RegistryLMDB", "LMDB",
+        .testTarget(name: "RegistryLMDBTests", dependencies: ["RegistryTestSupport", "RegistrydTestSupport", "RegistryCore", "RegistryLMDB", "LMDB",
                                                               "Codecs", "Crypto", "TokenSealing"]),
-        .testTarget(name: "RegistryPostgresTests", dependencies: ["RegistryTestSupport", "RegistryCore", "RegistryPostgres",
+        .testTarget(name: "RegistryPostgresTests", dependencies: ["RegistryTestSupport", "RegistrydTestSupport", "RegistryCore", "RegistryPostgres",
                                                                   "RegistryLMDB", "Postgres", "TokenSealing"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RegistrydTestSupport"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "JSON", "Codecs", "Crypto"]),
         .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs", "Crypto"]),
         // Runs against REGISTRY_TEST_POSTGRES_URL (tools/test starts a server); skipped when it is unset.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
                                                        "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB"]),
-        // The one way tests start the built registryd, find its port and talk to it (Foundation only).
+        // The one way tests start the built registryd, find its port and talk to it, and run
+        // blocking work off the cooperative pool (Foundation only).
         .target(name: "RegistrydTestSupport", path: "Tests/RegistrydTestSupport"),
         // The executable as a user runs it: flags, subcommands, signals, both stores (PostgreSQL
         // through REGISTRY_TEST_POSTGRES_URL, skipped when it is unset).

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import HTTPServer
+import RegistrydTestSupport
 
 extension LiveServer {
     /// Connection management: keep-alive, pipelining, HTTP/1.0, timeouts, limits.
@@ -8,7 +9,7 @@ extension LiveServer {
         @Test func keepAliveServesTwoRequestsOnOneConnection() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let (first, second) = try await blocking { [port = server.boundPort] in
+            let (first, second) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
                 let first = try client.readResponse()
@@ -23,7 +24,7 @@ extension LiveServer {
         @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let responses = try await blocking { [port = server.boundPort] in
+            let responses = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"
                                 + "POST /second HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi"
@@ -37,7 +38,7 @@ extension LiveServer {
         @Test func http10RequestIsAnsweredAndClosed() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let (response, closed) = try await blocking { [port = server.boundPort] in
+            let (response, closed) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET /old HTTP/1.0\r\n\r\n")
                 return (try client.readResponse(), client.isClosedByPeer(withinSeconds: 3))
@@ -50,7 +51,7 @@ extension LiveServer {
         @Test func http10KeepAliveIsHonoured() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let (first, second) = try await blocking { [port = server.boundPort] in
+            let (first, second) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
                 let first = try client.readResponse()
@@ -64,7 +65,7 @@ extension LiveServer {
         @Test func closeConnectionResponseClosesAfterSending() async throws {
             let server = try makeServer(ClosingApplication())
             defer { server.stop() }
-            let (response, closed) = try await blocking { [port = server.boundPort] in
+            let (response, closed) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
                 return (try client.readResponse(), client.isClosedByPeer(withinSeconds: 3))
@@ -78,7 +79,7 @@ extension LiveServer {
         @Test func idleConnectionIsClosedAfterTimeout() async throws {
             let server = try makeServer { $0.idleTimeout = .seconds(1) }
             defer { server.stop() }
-            let (early, late) = try await blocking { [port = server.boundPort] in
+            let (early, late) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET / HTTP/1.1\r\nHost: t\r\n")
                 let early = client.isClosedByPeer(withinSeconds: 0.3)
@@ -97,7 +98,7 @@ extension LiveServer {
                 $0.threads = 1
             }
             defer { server.stop() }
-            let (refused, laterStatus) = try await blocking { [port = server.boundPort] in
+            let (refused, laterStatus) = try await offThePool { [port = server.boundPort] in
                 var held = try (0..<2).map { _ in try RawClient(port: port) }
                 for client in held {
                     try client.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -117,7 +118,7 @@ extension LiveServer {
         @Test func perIPLimitClosesExtraConnectionFromSameAddress() async throws {
             let server = try makeServer { $0.perIPConnectionLimit = 1 }
             defer { server.stop() }
-            let (firstStatus, extraClosed) = try await blocking { [port = server.boundPort] in
+            let (firstStatus, extraClosed) = try await offThePool { [port = server.boundPort] in
                 let first = try RawClient(port: port)
                 try first.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
                 let status = try first.readResponse().status
@@ -132,7 +133,7 @@ extension LiveServer {
         @Test func activeConnectionsCountsOpenConnections() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let counts = try await blocking { [port = server.boundPort] in
+            let counts = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
                 _ = try client.readResponse()

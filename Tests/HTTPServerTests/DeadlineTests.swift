@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HTTPServer
+import RegistrydTestSupport
 
 extension LiveServer {
     /// The absolute head and body deadlines: traffic does not reset them,
@@ -11,7 +12,7 @@ extension LiveServer {
         @Test func headerLineEverySecondIsCutAtTheHeadDeadline() async throws {
             let server = try makeServer { $0.headerTimeout = .seconds(2) }
             defer { server.stop() }
-            let closedAfter = try await blocking { [port = server.boundPort] in
+            let closedAfter = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 return client.secondsUntilClosed(sending: ["GET / HTTP/1.1\r\nHost: t\r\n"] + Self.headerLines,
                                                  every: 1)
@@ -25,7 +26,7 @@ extension LiveServer {
         @Test func tricklingTheRequestLineIsCutAtTheHeadDeadline() async throws {
             let server = try makeServer { $0.headerTimeout = .seconds(1) }
             defer { server.stop() }
-            let closedAfter = try await blocking { [port = server.boundPort] in
+            let closedAfter = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 return client.secondsUntilClosed(sending: "GET /a-very-long-path".map(String.init), every: 0.25)
             }
@@ -36,7 +37,7 @@ extension LiveServer {
         @Test func tricklingBodyIsCutAtTheBodyDeadline() async throws {
             let server = try makeServer { $0.bodyTimeout = .milliseconds(1500) }
             defer { server.stop() }
-            let closedAfter = try await blocking { [port = server.boundPort] in
+            let closedAfter = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 64\r\n\r\n")
                 return client.secondsUntilClosed(sending: Array(repeating: "x", count: 20), every: 0.25)
@@ -55,7 +56,7 @@ extension LiveServer {
                 $0.idleTimeout = .seconds(2)
             }
             defer { server.stop() }
-            let (first, openAfterPause, second, openPastHeadDeadline, closedByIdle) = try await blocking {
+            let (first, openAfterPause, second, openPastHeadDeadline, closedByIdle) = try await offThePool {
                 [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -78,7 +79,7 @@ extension LiveServer {
         @Test func slowSecondHeadOnKeepAliveIsCut() async throws {
             let server = try makeServer { $0.headerTimeout = .seconds(1) }
             defer { server.stop() }
-            let (status, closedAfter) = try await blocking { [port = server.boundPort] in
+            let (status, closedAfter) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
                 let status = try client.readResponse().status
@@ -98,7 +99,7 @@ extension LiveServer {
                 $0.bodyTimeout = .seconds(1)
             }
             defer { server.stop() }
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 try exchange(port, "POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi")
             }
             #expect(response.status == 200)
@@ -109,7 +110,7 @@ extension LiveServer {
         @Test func cutConnectionsLeaveNoStateBehind() async throws {
             let server = try makeServer { $0.headerTimeout = .milliseconds(300) }
             defer { server.stop() }
-            try await blocking { [port = server.boundPort] in
+            try await offThePool { [port = server.boundPort] in
                 let clients = try (0..<5).map { _ in try RawClient(port: port) }
                 for client in clients { try client.send("GET / HTTP/1.1\r\nHost: t\r\n") }
                 for client in clients { #expect(client.isClosedByPeer(withinSeconds: 2)) }

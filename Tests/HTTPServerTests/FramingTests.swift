@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import HTTPServer
+import RegistrydTestSupport
 
 extension LiveServer {
     /// Framing errors: the server's own answers (JSON, connection closed)
@@ -8,7 +9,7 @@ extension LiveServer {
     @Suite struct FramingTests {
         /// Sends `request` on a fresh connection; returns the answer and whether the server then closed.
         private func answerAndClose(_ port: UInt16, _ request: String) async throws -> (RawClient.Response, Bool) {
-            try await blocking {
+            try await offThePool {
                 let client = try RawClient(port: port)
                 try client.send(request)
                 return (try client.readResponse(), client.isClosedByPeer(withinSeconds: 3))
@@ -44,7 +45,7 @@ extension LiveServer {
             let server = try makeServer()
             defer { server.stop() }
             let filler = String(repeating: "a", count: 15 * 1024)
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 try exchange(port, "GET / HTTP/1.1\r\nHost: t\r\nX-One: \(filler)\r\n\r\n")
             }
             #expect(response.status == 200)
@@ -144,7 +145,7 @@ extension LiveServer {
         @Test func endlessChunkedBodyIsCutOff() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let closed = try await blocking { [port = server.boundPort] in
+            let closed = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
                 let chunk = "4000\r\n" + String(repeating: "e", count: 0x4000) + "\r\n"
@@ -158,7 +159,7 @@ extension LiveServer {
             let server = try makeServer()
             defer { server.stop() }
             let body = String(repeating: "d", count: 1024)
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 try exchange(port, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1024\r\n\r\n\(body)")
             }
             #expect(response.status == 200)

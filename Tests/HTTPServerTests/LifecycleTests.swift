@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import HTTPServer
+import RegistrydTestSupport
 import Synchronization
 
 extension LiveServer {
@@ -18,7 +19,7 @@ extension LiveServer {
             let port = server.boundPort
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<16 {
-                    group.addTask { try await blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n").status } }
+                    group.addTask { try await offThePool { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n").status } }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
@@ -29,30 +30,30 @@ extension LiveServer {
         @Test func stopFinishesInFlightRequestThenRefusesNewOnes() async throws {
             let server = try makeServer(EchoApplication(slowMilliseconds: 400))
             let port = server.boundPort
-            async let inFlight = blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
+            async let inFlight = offThePool { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
             try await Task.sleep(for: .milliseconds(100))
-            try await blocking { server.stop() }
+            try await offThePool { server.stop() }
             let response = try await inFlight
             #expect(response.status == 200)
             #expect(response.header("X-Path") == "/slow")
-            let refused = try await blocking { (try? RawClient(port: port)) == nil }
+            let refused = try await offThePool { (try? RawClient(port: port)) == nil }
             #expect(refused)
         }
 
         @Test func requestArrivingWhileStoppingIs503WithRetryAfter() async throws {
             let server = try makeServer(EchoApplication(slowMilliseconds: 600))
             let port = server.boundPort
-            let idle = try await blocking {
+            let idle = try await offThePool {
                 let client = try RawClient(port: port)
                 try client.send("GET /first HTTP/1.1\r\nHost: t\r\n\r\n")
                 _ = try client.readResponse()
                 return SendableBox(client)
             }
-            async let inFlight = blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
+            async let inFlight = offThePool { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
             try await Task.sleep(for: .milliseconds(100))
-            async let stopped: Void = blocking { server.stop() }
+            async let stopped: Void = offThePool { server.stop() }
             try await Task.sleep(for: .milliseconds(150))
-            let (late, closed) = try await blocking {
+            let (late, closed) = try await offThePool {
                 try idle.value.send("GET /late HTTP/1.1\r\nHost: t\r\n\r\n")
                 return (try idle.value.readResponse(), idle.value.isClosedByPeer(withinSeconds: 3))
             }
@@ -67,16 +68,16 @@ extension LiveServer {
         @Test func stopClosesIdleKeepAliveConnections() async throws {
             let server = try makeServer()
             let port = server.boundPort
-            let idle = try await blocking {
+            let idle = try await offThePool {
                 let client = try RawClient(port: port)
                 try client.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
                 _ = try client.readResponse()
                 return SendableBox(client)
             }
             let started = ContinuousClock.now
-            try await blocking { server.stop() }
+            try await offThePool { server.stop() }
             #expect(ContinuousClock.now - started < .seconds(1))
-            let closed = try await blocking { idle.value.isClosedByPeer(withinSeconds: 2) }
+            let closed = try await offThePool { idle.value.isClosedByPeer(withinSeconds: 2) }
             #expect(closed)
         }
 
@@ -85,10 +86,10 @@ extension LiveServer {
         @Test func stopAnswersHandlersStillRunningAtDeadline() async throws {
             let server = try makeServer(EchoApplication(slowMilliseconds: 5_000)) { $0.drainTimeout = .milliseconds(300) }
             let port = server.boundPort
-            async let inFlight = blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
+            async let inFlight = offThePool { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
             try await Task.sleep(for: .milliseconds(100))
             let started = ContinuousClock.now
-            try await blocking { server.stop() }
+            try await offThePool { server.stop() }
             #expect(ContinuousClock.now - started < .seconds(2))
             let response = try await inFlight
             #expect(response.status == 503)
@@ -99,12 +100,12 @@ extension LiveServer {
             let server = try makeServer(EchoApplication(slowMilliseconds: 150))
             defer { server.stop() }
             let port = server.boundPort
-            try await blocking {
+            try await offThePool {
                 let client = try RawClient(port: port)
                 try client.send("POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi")
             }
             try await Task.sleep(for: .milliseconds(400))
-            let response = try await blocking { try exchange(port, "GET /after HTTP/1.1\r\nHost: t\r\n\r\n") }
+            let response = try await offThePool { try exchange(port, "GET /after HTTP/1.1\r\nHost: t\r\n\r\n") }
             #expect(response.status == 200)
             try await Task.sleep(for: .milliseconds(100))
             #expect(server.activeConnections == 0)
@@ -148,7 +149,7 @@ extension LiveServer {
         @Test func ipv6LoopbackIsServed() async throws {
             let server = try makeServer { $0.host = "::1" }
             defer { server.stop() }
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port, host: "::1")
                 try client.send("GET /six HTTP/1.1\r\nHost: t\r\n\r\n")
                 return try client.readResponse()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HTTPServer
+import RegistrydTestSupport
 
 extension LiveServer {
     /// Per-request state must be released for every request, answered or
@@ -10,7 +11,7 @@ extension LiveServer {
             let server = try makeServer()
             defer { server.stop() }
             let port = server.boundPort
-            try await blocking {
+            try await offThePool {
                 let partial = try RawClient(port: port)
                 try partial.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhal")
                 let headersOnly = try RawClient(port: port)
@@ -31,7 +32,7 @@ extension LiveServer {
             let server = try makeServer(EchoApplication(slowMilliseconds: 500))
             defer { server.stop() }
             let port = server.boundPort
-            async let answer = blocking { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
+            async let answer = offThePool { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
             try await Task.sleep(for: .milliseconds(150))
             #expect(server.liveRequests == 1)
             #expect(try await answer.status == 200)

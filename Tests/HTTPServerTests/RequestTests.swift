@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import HTTPServer
+import RegistrydTestSupport
 
 /// Every test that talks to a live server; serialized so the timing-based
 /// ones do not compete for the machine's two cores.
@@ -11,7 +12,7 @@ extension LiveServer {
         @Test func getDeliversRawPathAndQuery() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 try exchange(port, "GET /items/a%2Fb?x=%41&y HTTP/1.1\r\nHost: t\r\n\r\n")
             }
             #expect(response.status == 200)
@@ -24,7 +25,7 @@ extension LiveServer {
         @Test func postDeliversBody() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 try exchange(port, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello world")
             }
             #expect(response.status == 200)
@@ -35,7 +36,7 @@ extension LiveServer {
         @Test func inlineHandlerAnswersOnTheServerThreadWithTheBody() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let responses = try await blocking { [port = server.boundPort] in
+            let responses = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("POST /inline HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nfirst"
                                 + "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"
@@ -50,7 +51,7 @@ extension LiveServer {
         @Test func chunkedBodyIsReassembled() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 try exchange(port, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
                                  + "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
             }
@@ -61,7 +62,7 @@ extension LiveServer {
         @Test func zeroContentLengthIsAnEmptyBody() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 try exchange(port, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
             }
             #expect(response.status == 200)
@@ -72,7 +73,7 @@ extension LiveServer {
         @Test func duplicateHeadersReachTheApplication() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let response = try await blocking { [port = server.boundPort] in
+            let response = try await offThePool { [port = server.boundPort] in
                 try exchange(port, "GET / HTTP/1.1\r\nHost: t\r\nX-Repeat: 1\r\nx-repeat: 2\r\nX-REPEAT: 3\r\n\r\n")
             }
             #expect(response.header("X-Header-Count") == "3")
@@ -81,7 +82,7 @@ extension LiveServer {
         @Test func headRequestGetsContentLengthButNoBody() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let (head, next) = try await blocking { [port = server.boundPort] in
+            let (head, next) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("HEAD /forbidden HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n")
                 return (try client.readResponse(bodiless: true), try client.readResponse())
@@ -95,7 +96,7 @@ extension LiveServer {
         @Test func headAnswerToBodilessRequestKeepsConnectionOpen() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let (first, second) = try await blocking { [port = server.boundPort] in
+            let (first, second) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("GET /forbidden HTTP/1.1\r\nHost: t\r\n\r\n")
                 let first = try client.readResponse()
@@ -111,7 +112,7 @@ extension LiveServer {
         @Test func headAnswerToRequestWithBodyClosesConnection() async throws {
             let server = try makeServer()
             defer { server.stop() }
-            let (response, closed) = try await blocking { [port = server.boundPort] in
+            let (response, closed) = try await offThePool { [port = server.boundPort] in
                 let client = try RawClient(port: port)
                 try client.send("POST /forbidden HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nbody")
                 return (try client.readResponse(), client.isClosedByPeer(withinSeconds: 3))

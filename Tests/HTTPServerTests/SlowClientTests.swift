@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import HTTPServer
+import RegistrydTestSupport
 
 extension LiveServer {
     /// Many slow or greedy clients must not lock the others out: the
@@ -15,7 +16,7 @@ extension LiveServer {
         @Test func perAddressCapRefusesOneAddressNotAnother() async throws {
             let server = try makeServer { $0.perIPConnectionLimit = 2 }
             defer { server.stop() }
-            let (heldStatuses, extraClosed, otherStatus) = try await blocking { [port = server.boundPort] in
+            let (heldStatuses, extraClosed, otherStatus) = try await offThePool { [port = server.boundPort] in
                 let held = try (0..<2).map { _ in try RawClient(port: port, source: Self.greedy) }
                 let statuses = try held.map { client in
                     try client.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -61,12 +62,12 @@ extension LiveServer {
             let server = try makeServer()
             defer { server.stop() }
             let port = server.boundPort
-            let loris = try await blocking {
+            let loris = try await offThePool {
                 try SlowLoris(port: port, source: Self.greedy, count: slowCount, interval: 1)
             }
             loris.start()
             defer { loris.stop() }
-            let (latencies, statuses, openDuring) = try await blocking {
+            let (latencies, statuses, openDuring) = try await offThePool {
                 var latencies: [Double] = []
                 var statuses: [Int] = []
                 var openDuring = Int.max

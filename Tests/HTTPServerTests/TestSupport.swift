@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import RegistrydTestSupport
 
 /// The application the live tests run: it echoes what it received in
 /// headers and body, refuses `/forbidden` from `head`, sleeps on `/slow`,
@@ -50,17 +51,6 @@ func makeServer(_ application: any HTTPApplication = EchoApplication(),
     let server = HTTPServer(configuration: configuration, application: application)
     try server.start()
     return server
-}
-
-/// Runs blocking socket work on its own thread, so it never occupies the
-/// cooperative pool the server's handler tasks need.
-func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread {
-            continuation.resume(with: Result { try work() })
-        }
-        thread.start()
-    }
 }
 
 /// One request on a fresh connection.

@@ -34,8 +34,8 @@ import Testing
                                                                      maximumDelay: .milliseconds(400))))
     }
 
-    private func signIn(_ client: RegistryClient, _ server: RegistrydProcess, _ user: String) throws {
-        let jwt = try server.token(for: user)
+    private func signIn(_ client: RegistryClient, _ server: RegistrydProcess, _ user: String) async throws {
+        let jwt = try await server.token(for: user)
         client.signedIn(userId: user) { jwt }
     }
 
@@ -49,10 +49,10 @@ import Testing
     }
 
     @Test func launchRotationActivitiesAndSignOut() async throws {
-        let server = try RegistrydProcess()
+        let server = try await RegistrydProcess()
         defer { server.remove() }
         let client = makeClient(server)
-        try signIn(client, server, "alice")
+        try await signIn(client, server, "alice")
         client.pushTokenReceived(PushToken(value: tokenA))
         client.pushToStartTokenReceived(PushToken(value: tokenC))
         await converge(client, "launch") { try await devices(server, "alice") == ["phone-1": "\(tokenA) \(tokenC)"] }
@@ -78,16 +78,16 @@ import Testing
     }
 
     @Test func accountSwitchMovesTheRegistration() async throws {
-        let server = try RegistrydProcess()
+        let server = try await RegistrydProcess()
         defer { server.remove() }
         let client = makeClient(server)
-        try signIn(client, server, "alice")
+        try await signIn(client, server, "alice")
         client.pushTokenReceived(PushToken(value: tokenA))
         client.activityTokenReceived(activityId: "match-1", token: PushToken(value: tokenC))
         await converge(client, "alice registered") { try await devices(server, "alice") == ["phone-1": "\(tokenA) -"] }
 
         client.signedOut()
-        try signIn(client, server, "bob")
+        try await signIn(client, server, "bob")
         client.activityEnded(activityId: "match-1")
         await converge(client, "bob registered, alice gone") {
             let bob = try await devices(server, "bob"), alice = try await devices(server, "alice")
@@ -98,10 +98,10 @@ import Testing
     }
 
     @Test func serverRestartInTheMiddle() async throws {
-        let server = try RegistrydProcess()
+        let server = try await RegistrydProcess()
         defer { server.remove() }
         let client = makeClient(server)
-        try signIn(client, server, "alice")
+        try await signIn(client, server, "alice")
         client.pushTokenReceived(PushToken(value: tokenA))
         await converge(client, "registered before the restart") { try await devices(server, "alice") == ["phone-1": "\(tokenA) -"] }
 
@@ -109,7 +109,7 @@ import Testing
         client.pushTokenReceived(PushToken(value: tokenB))
         client.activityTokenReceived(activityId: "match-9", token: PushToken(value: tokenC))
         await client.flush()
-        try server.start()
+        try await server.start()
         await converge(client, "converged after the restart") {
             let alice = try await devices(server, "alice"), fanOut = try await activity(server, "match-9")
             return alice == ["phone-1": "\(tokenB) -"] && fanOut == ["alice phone-1 \(tokenC)"]

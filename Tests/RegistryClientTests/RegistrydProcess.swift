@@ -15,16 +15,16 @@ final class RegistrydProcess: Sendable {
     private let running = Mutex<RegistrydServer?>(nil)
     private let baseURL = Mutex(URL(string: "http://127.0.0.1:1")!)
 
-    init() throws {
+    init() async throws {
         directory = try Registryd.makeDirectory("registry-client")
-        try start()
+        try await start()
     }
 
     var dataDirectory: String { directory + "/data" }
 
     /// Starts `serve` on the same data directory (a restart, when it ran before).
-    func start() throws {
-        let server = try RegistrydServer(arguments: ["--data-dir", dataDirectory], directory: directory)
+    func start() async throws {
+        let server = try await RegistrydServer(arguments: ["--data-dir", dataDirectory], directory: directory)
         guard server.port > 0 else {
             _ = server.stop()
             throw Registryd.Failure(description: "registryd did not start: \(server.log)")
@@ -55,8 +55,8 @@ final class RegistrydProcess: Sendable {
     }
 
     /// A JWT for `user`, from `registryd mint-token`.
-    func token(for user: String) throws -> String {
-        try Registryd.mintToken(user, in: directory, ["--data-dir", dataDirectory])
+    func token(for user: String) async throws -> String {
+        try await Registryd.mintToken(user, in: directory, ["--data-dir", dataDirectory])
     }
 
     /// GETs an internal API path with the generated internal API key; the

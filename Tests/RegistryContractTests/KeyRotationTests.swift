@@ -5,6 +5,7 @@ import Synchronization
 @testable import RegistryPostgres
 import TokenSealing
 import RegistryTestSupport
+import RegistrydTestSupport
 import Testing
 
 /// Token key rotation that cannot lose a token (`TokenKeyRotation`), on

@@ -5,6 +5,7 @@ import LMDB
 @testable import RegistryPostgres
 import Synchronization
 import RegistryTestSupport
+import RegistrydTestSupport
 import Testing
 
 /// Defects a code review found in the store, each pinned here before it was fixed.

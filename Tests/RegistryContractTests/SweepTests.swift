@@ -2,6 +2,7 @@ import Foundation
 import RegistryCore
 import RegistryLMDB
 import RegistryTestSupport
+import RegistrydTestSupport
 import Testing
 
 /// Expiry: what a sweep removes, dry runs, re-checks, bounded batches, the sweeper thread.

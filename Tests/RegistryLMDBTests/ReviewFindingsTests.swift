@@ -3,6 +3,7 @@ import LMDB
 @testable import RegistryCore
 @testable import RegistryLMDB
 import RegistryTestSupport
+import RegistrydTestSupport
 import Testing
 import TokenSealing
 

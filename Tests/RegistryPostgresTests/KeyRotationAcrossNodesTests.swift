@@ -3,6 +3,7 @@ import Postgres
 @testable import RegistryCore
 @testable import RegistryPostgres
 import RegistryTestSupport
+import RegistrydTestSupport
 import Testing
 import TokenSealing
 

@@ -5,6 +5,7 @@ import Synchronization
 @testable import RegistryLMDB
 @testable import RegistryPostgres
 import RegistryTestSupport
+import RegistrydTestSupport
 import Testing
 
 /// One user cannot starve a PostgreSQL node: a user's writes wait for their

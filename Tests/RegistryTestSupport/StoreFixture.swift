@@ -293,12 +293,3 @@ package final class Recorder<Value: Sendable>: Sendable {
 
     package var all: [Value] { values.withLock { $0 } }
 }
-
-/// Runs blocking work (a semaphore wait, `Sweeper.stop`) on a thread of its
-/// own: blocking a cooperative-pool thread can starve the very task it waits
-/// for when the pool has as few threads as this machine has cores.
-package func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: body()) }.start()
-    }
-}

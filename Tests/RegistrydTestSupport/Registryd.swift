@@ -52,27 +52,29 @@ package enum Registryd {
     }
 
     /// Runs `registryd` to completion (killed after 20 s, so a command that
-    /// wrongly starts serving fails the test instead of hanging it);
-    /// returns status, stdout, stderr.
+    /// wrongly starts serving fails the test instead of hanging it), off the
+    /// cooperative pool; returns status, stdout, stderr.
     package static func run(_ arguments: [String], in directory: String,
-                            environment extra: [String: String] = [:]) throws -> (Int32, String, String) {
+                            environment extra: [String: String] = [:]) async throws -> (Int32, String, String) {
         let process = process(arguments, in: directory, environment: extra)
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 20, execute: watchdog)
-        defer { watchdog.cancel() }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        return await offThePool {
+            let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 20, execute: watchdog)
+            defer { watchdog.cancel() }
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            let stderr = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        }
     }
 
     /// A device JWT for `user` from `registryd mint-token` (with `flags`, e.g. `--data-dir`).
-    package static func mintToken(_ user: String, in directory: String, _ flags: [String] = []) throws -> String {
-        let (status, minted, errors) = try run(["mint-token", "--user", user] + flags, in: directory)
+    package static func mintToken(_ user: String, in directory: String, _ flags: [String] = []) async throws -> String {
+        let (status, minted, errors) = try await run(["mint-token", "--user", user] + flags, in: directory)
         guard status == 0 else { throw Failure(description: "registryd mint-token: \(errors)") }
         return minted.trimmingCharacters(in: .newlines)
     }
@@ -103,29 +105,35 @@ package enum Registryd {
 package final class RegistrydServer: Sendable {
     package let process: Process
     package let port: Int
-    private let stderr = Pipe()
+    private let stderr: Pipe
     private let logText: Mutex<String>
 
     /// Starts `serve --listen 127.0.0.1:0` plus `arguments` and waits (up to
-    /// 20 s) for its port. `launcher`, when given, is a command that execs
-    /// `registryd` (`prlimit … --`, `setpriv …`), so the process is still
-    /// the server. A server that did not start has port 0 and its log.
+    /// 20 s, off the cooperative pool) for its port. `launcher`, when given,
+    /// is a command that execs `registryd` (`prlimit … --`, `setpriv …`), so
+    /// the process is still the server. A server that did not start has
+    /// port 0 and its log.
     package init(arguments: [String], directory: String, environment: [String: String] = [:],
-                 launcher: [String] = []) throws {
+                 launcher: [String] = []) async throws {
+        let errors = Pipe()
+        stderr = errors
         process = Registryd.process(["serve", "--listen", "127.0.0.1:0"] + arguments, in: directory,
                                     environment: environment, launcher: launcher)
-        process.standardError = stderr
+        process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        var log = "", port = 0
-        let deadline = Date().addingTimeInterval(20)
-        while port == 0, Date() < deadline {
-            let chunk = stderr.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            log += String(decoding: chunk, as: UTF8.self)
-            if let range = log.range(of: #""address":"127.0.0.1:"#) {
-                port = Int(log[range.upperBound...].prefix(while: \.isNumber)) ?? 0
+        let (port, log) = await offThePool { () -> (Int, String) in
+            var log = "", port = 0
+            let deadline = Date().addingTimeInterval(20)
+            while port == 0, Date() < deadline {
+                let chunk = errors.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                log += String(decoding: chunk, as: UTF8.self)
+                if let range = log.range(of: #""address":"127.0.0.1:"#) {
+                    port = Int(log[range.upperBound...].prefix(while: \.isNumber)) ?? 0
+                }
             }
+            return (port, log)
         }
         self.port = port
         logText = Mutex(log)

@@ -31,11 +31,11 @@ extension ExecutableTests {
         let data = try await brokenRegistry(in: directory) { writer in
             _ = try writer.txn.delete(writer.vault.ownerKey(String(repeating: "a", count: 64), .push), in: writer.schema.tokenOwners)
         }
-        let (broken, found, _) = try run(["check", "--data-dir", data], in: directory)
+        let (broken, found, _) = try await run(["check", "--data-dir", data], in: directory)
         #expect(broken == 1)
         #expect(found == "push token \"alice\"/\"d1\": no owner entry\n1 problem(s) found\n")
 
-        let (repaired, output, errors) = try run(["check", "--repair", "--data-dir", data], in: directory)
+        let (repaired, output, errors) = try await run(["check", "--repair", "--data-dir", data], in: directory)
         #expect(repaired == 0, "\(errors)")
         #expect(output == """
             added owner entry for push token of "alice"/"d1"
@@ -43,7 +43,7 @@ extension ExecutableTests {
             ok: every index agrees with its records
 
             """)
-        let (clean, _, _) = try run(["check", "--data-dir", data], in: directory)
+        let (clean, _, _) = try await run(["check", "--data-dir", data], in: directory)
         #expect(clean == 0)
     }
 
@@ -55,7 +55,7 @@ extension ExecutableTests {
         let data = try await brokenRegistry(in: directory) { writer in
             try writer.txn.put([1, 0, 7], for: RecordID(user: "alice", app: "0", device: "d1").key, in: writer.schema.devices)
         }
-        let (status, output, errors) = try run(["check", "--repair", "--data-dir", data], in: directory)
+        let (status, output, errors) = try await run(["check", "--repair", "--data-dir", data], in: directory)
         #expect(status == 1, "\(errors)")
         #expect(output.contains("left unreadable device \"alice\"/\"d1\" alone\n"), "\(output)")
         #expect(output.contains("repair: nothing to fix; 1 unreadable record(s) left alone\n"), "\(output)")

@@ -12,7 +12,7 @@ extension ExecutableTests {
     /// the files in `/proc/<pid>` belong to the process's user while it is
     /// dumpable and to root once it is not, which is how the kernel shows
     /// the flag (the directory itself may keep its first owner).
-    @Test func theServerCannotDumpCore() throws {
+    @Test func theServerCannotDumpCore() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var launcher = ["/usr/bin/prlimit", "--core=\(Self.raisableCoreLimit)", "--"]
@@ -22,7 +22,7 @@ extension ExecutableTests {
             try FileManager.default.setAttributes([.ownerAccountID: user, .groupOwnerAccountID: user], ofItemAtPath: directory)
             launcher += ["/usr/bin/setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups"]
         }
-        let server = try Server(arguments: [], directory: directory, launcher: launcher)
+        let server = try await Server(arguments: [], directory: directory, launcher: launcher)
         defer { _ = server.stop() }
         try #require(server.port > 0, "log: \(server.log)")
         let proc = "/proc/\(server.process.processIdentifier)"

@@ -5,15 +5,15 @@ import Testing
 /// `--apps` (API.md v1.2): the flag, the removed `--max-apps`, and the
 /// start-up line naming stored apps that are no longer declared.
 extension ExecutableTests {
-    @Test func aBadAppsListOrTheRemovedMaxAppsStopsServeNamingTheFlag() throws {
+    @Test func aBadAppsListOrTheRemovedMaxAppsStopsServeNamingTheFlag() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (bad, _, badError) = try run(["serve", "--listen", "127.0.0.1:0", "--apps", "com.example.a,bad id"], in: directory)
+        let (bad, _, badError) = try await run(["serve", "--listen", "127.0.0.1:0", "--apps", "com.example.a,bad id"], in: directory)
         #expect(bad == 2 && badError.contains("--apps: 'bad id' contains a character that is not allowed"), "\(badError)")
-        let (removed, _, removedError) = try run(["serve", "--listen", "127.0.0.1:0", "--max-apps", "3"], in: directory)
+        let (removed, _, removedError) = try await run(["serve", "--listen", "127.0.0.1:0", "--max-apps", "3"], in: directory)
         #expect(removed == 2 && removedError.contains("--max-apps was removed: apps are declared by the operator with --apps"),
                 "\(removedError)")
-        let (variable, _, variableError) = try run(["stats"], in: directory, environment: ["REGISTRY_MAX_APPS": "3"])
+        let (variable, _, variableError) = try await run(["stats"], in: directory, environment: ["REGISTRY_MAX_APPS": "3"])
         #expect(variable == 2 && variableError.contains("REGISTRY_MAX_APPS is no longer read"), "\(variableError)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/registry-data/lmdb"), "nothing was written")
     }
@@ -21,17 +21,17 @@ extension ExecutableTests {
     @Test func serveTakesDeclaredAppsAndLogsStoredAppsNoLongerDeclared() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (minted, jwt, mintError) = try run(["mint-token", "--user", "alice"], in: directory)
+        let (minted, jwt, mintError) = try await run(["mint-token", "--user", "alice"], in: directory)
         try #require(minted == 0, "\(mintError)")
         let bearer = jwt.trimmingCharacters(in: .newlines)
         let body = #"{"deviceId":"d1","appId":"com.example.watch"}"#
 
-        let declaring = try Server(arguments: ["--apps", "com.example.watch, com.example.scores"], directory: directory)
+        let declaring = try await Server(arguments: ["--apps", "com.example.watch, com.example.scores"], directory: directory)
         #expect(try await request("POST", declaring.port, "/v1/devices", bearer: bearer, body: body).0 == 201)
         #expect(!declaring.log.contains("undeclared_apps"), "\(declaring.log)")
         #expect(declaring.stop() == 0)
 
-        let narrower = try Server(arguments: [], directory: directory)
+        let narrower = try await Server(arguments: [], directory: directory)
         let refused = try await request("POST", narrower.port, "/v1/devices", bearer: bearer, body: body)
         #expect(refused.0 == 400 && refused.1.contains("appId is not a declared app"), "\(refused.1)")
         #expect(narrower.stop() == 0)

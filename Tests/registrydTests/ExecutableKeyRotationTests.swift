@@ -6,8 +6,8 @@ import Testing
 /// `registryd rotate-token-key` beside a running server, as an operator
 /// runs it: never losing a token, and saying what stopped it.
 extension ExecutableTests {
-    private func jwt(_ user: String, in directory: String) throws -> String {
-        let (status, minted, errors) = try run(["mint-token", "--user", user], in: directory)
+    private func jwt(_ user: String, in directory: String) async throws -> String {
+        let (status, minted, errors) = try await run(["mint-token", "--user", user], in: directory)
         try #require(status == 0, "\(errors)")
         return minted.trimmingCharacters(in: .newlines)
     }
@@ -38,12 +38,12 @@ extension ExecutableTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.setAttributes([.ownerAccountID: 65534, .groupOwnerAccountID: 65534], ofItemAtPath: directory)
         let asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        let server = try Server(arguments: [], directory: directory, launcher: asNobody)
+        let server = try await Server(arguments: [], directory: directory, launcher: asNobody)
         try #require(server.port > 0, "\(server.log)")
-        let alice = try jwt("alice", in: directory)
+        let alice = try await jwt("alice", in: directory)
         for n in 0..<5 { #expect(try await register(server.port, "d\(n)", token: n, bearer: alice) == 201) }
 
-        let (status, stdout, stderr) = try run(["rotate-token-key"], in: directory)
+        let (status, stdout, stderr) = try await run(["rotate-token-key"], in: directory)
         #expect(status == 0, "\(stderr)")
         #expect(stdout.hasPrefix("added sealing key 2; every server holds it; re-sealed 5 tokens; retired key 1"), "\(stdout)")
         let keyFile = directory + "/registry-data/secrets/token-keys"
@@ -56,7 +56,7 @@ extension ExecutableTests {
         for n in 0...5 { #expect(served.contains(Self.token(n)), "token \(n): \(served)") }
         #expect(server.stop() == 0)
 
-        let restarted = try Server(arguments: [], directory: directory, launcher: asNobody)
+        let restarted = try await Server(arguments: [], directory: directory, launcher: asNobody)
         defer { _ = restarted.stop() }
         try #require(restarted.port > 0, "\(restarted.log)")
         let again = try await senderTokens(restarted.port, in: directory)
@@ -73,10 +73,10 @@ extension ExecutableTests {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let serverKeys = directory + "/registry-data/secrets/token-keys"
-        let server = try Server(arguments: [], directory: directory)
+        let server = try await Server(arguments: [], directory: directory)
         defer { _ = server.stop() }
         try #require(server.port > 0, "\(server.log)")
-        let alice = try jwt("alice", in: directory)
+        let alice = try await jwt("alice", in: directory)
         for n in 0..<3 { #expect(try await register(server.port, "d\(n)", token: n, bearer: alice) == 201) }
         let operatorKeys = directory + "/operator-token-keys"
         try FileManager.default.copyItem(atPath: serverKeys, toPath: operatorKeys)
@@ -95,7 +95,7 @@ extension ExecutableTests {
             if chunk.isEmpty { break }
             stoppedError += String(decoding: chunk, as: UTF8.self)
         }
-        let (busy, _, busyError) = try run(rotate, in: directory)
+        let (busy, _, busyError) = try await run(rotate, in: directory)
         #expect(busy == 1 && busyError.contains("another rotate-token-key is running on this registry (pid "), "\(busyError)")
         stoppedError += String(decoding: firstErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         first.waitUntilExit()
@@ -113,7 +113,7 @@ extension ExecutableTests {
         try FileManager.default.removeItem(atPath: serverKeys)
         try FileManager.default.copyItem(atPath: operatorKeys, toPath: serverKeys)
         #expect(chmod(serverKeys, 0o600) == 0)
-        let (finished, finishedOut, finishedError) = try run(rotate, in: directory)
+        let (finished, finishedOut, finishedError) = try await run(rotate, in: directory)
         #expect(finished == 0, "\(finishedError)")
         #expect(finishedOut.hasPrefix("resumed the rotation to sealing key 2; every server holds it; re-sealed 2 tokens; retired key 1"),
                 "\(finishedOut)")

@@ -11,13 +11,13 @@ extension ExecutableTests {
     }
 
     @Test(arguments: ["--jwt-hs256-secret-file", "--internal-api-key-file"])
-    func aSecretShorterThan32BytesIsRefusedNamingTheFlag(_ flag: String) throws {
+    func aSecretShorterThan32BytesIsRefusedNamingTheFlag(_ flag: String) async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try write("k\n", to: directory + "/one-byte")
         try write(String(repeating: "k", count: 31) + "\n", to: directory + "/thirty-one")
         for file in ["one-byte", "thirty-one"] {
-            let (status, _, stderr) = try run(["serve", flag, directory + "/" + file], in: directory)
+            let (status, _, stderr) = try await run(["serve", flag, directory + "/" + file], in: directory)
             #expect(status == 2)
             #expect(stderr.contains(flag), "\(stderr)")
             #expect(stderr.contains("at least 32"), "\(stderr)")
@@ -25,20 +25,20 @@ extension ExecutableTests {
         }
     }
 
-    @Test func aGeneratedSecretLeftEmptyByACrashIsANamedError() throws {
+    @Test func aGeneratedSecretLeftEmptyByACrashIsANamedError() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let secrets = directory + "/registry-data/secrets"
         try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: secrets + "/internal-api.key", contents: Data())
-        let (status, _, stderr) = try run(["serve"], in: directory)
+        let (status, _, stderr) = try await run(["serve"], in: directory)
         #expect(status == 2)
         #expect(stderr.contains("internal-api.key"), "\(stderr)")
         #expect(stderr.contains("empty"), "\(stderr)")
         #expect(stderr.contains("delete it"), "\(stderr)")
     }
 
-    @Test func anAddressThatCannotBeBoundStopsBeforeSecretsOrDataAreWritten() throws {
+    @Test func anAddressThatCannotBeBoundStopsBeforeSecretsOrDataAreWritten() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -55,17 +55,17 @@ extension ExecutableTests {
         }
         try #require(bound)
         let port = UInt16(bigEndian: address.sin_port)
-        let (status, _, stderr) = try run(["serve", "--listen", "127.0.0.1:\(port)"], in: directory)
+        let (status, _, stderr) = try await run(["serve", "--listen", "127.0.0.1:\(port)"], in: directory)
         #expect(status == 2)
         #expect(stderr.contains("--listen"), "\(stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/registry-data"))
     }
 
     @Test(arguments: ["0", "1001", "many"])
-    func aBadActivityCapIsRefused(_ value: String) throws {
+    func aBadActivityCapIsRefused(_ value: String) async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (status, _, stderr) = try run(["serve", "--max-activities-per-device", value], in: directory)
+        let (status, _, stderr) = try await run(["serve", "--max-activities-per-device", value], in: directory)
         #expect(status == 2)
         #expect(stderr.contains("--max-activities-per-device"), "\(stderr)")
     }

@@ -24,10 +24,10 @@ extension ExecutableTests {
         (["check", "--repair", "--store", "postgres", "--postgres-url", "host=db"], "PostgreSQL keeps its indexes itself"),
         (["backup", "--to", "b", "--store", "postgres", "--postgres-url", "host=db"], "pg_basebackup"),
     ])
-    func aBadStoreChoiceIsRefusedNamingTheFlagBeforeWritingAnything(_ arguments: [String], _ message: String) throws {
+    func aBadStoreChoiceIsRefusedNamingTheFlagBeforeWritingAnything(_ arguments: [String], _ message: String) async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (status, stdout, stderr) = try run(arguments, in: directory)
+        let (status, stdout, stderr) = try await run(arguments, in: directory)
         #expect(status == 2)
         #expect(stdout.isEmpty)
         #expect(stderr.hasPrefix("registryd \(arguments[0]): "), "\(stderr)")
@@ -36,13 +36,13 @@ extension ExecutableTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 
-    @Test func theStoreIsChosenByItsVariablesAndAFlagBeatsThem() throws {
+    @Test func theStoreIsChosenByItsVariablesAndAFlagBeatsThem() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (status, _, stderr) = try run(["serve"], in: directory, environment: ["REGISTRY_STORE": "postgres"])
+        let (status, _, stderr) = try await run(["serve"], in: directory, environment: ["REGISTRY_STORE": "postgres"])
         #expect(status == 2)
         #expect(stderr.contains("--postgres-url is required with --store (from REGISTRY_STORE) postgres"), "\(stderr)")
-        let (lmdb, _, lmdbErr) = try run(["stats", "--store", "lmdb"], in: directory,
+        let (lmdb, _, lmdbErr) = try await run(["stats", "--store", "lmdb"], in: directory,
                                          environment: ["REGISTRY_STORE": "postgres", "REGISTRY_POSTGRES_URL": "host=db"])
         #expect(lmdb == 2, "no LMDB registry here")
         #expect(lmdbErr.contains("--data-dir: no registry"), "--store lmdb beats REGISTRY_STORE: \(lmdbErr)")
@@ -66,11 +66,11 @@ extension ExecutableTests {
         // libpq reads user information up to the first '@' before a '/', even past a '?'.
         "postgresql://127.0.0.1:1?sslmode=disable&x:\(password)@localhost:1",
     ])
-    func aPasswordInTheURLIsNeverPrinted(_ url: String) throws {
+    func aPasswordInTheURLIsNeverPrinted(_ url: String) async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         for command in [["import", "--from", "/dev/null"], ["serve", "--listen", "127.0.0.1:0", "--postgres-startup-timeout", "1s"]] {
-            let (status, stdout, stderr) = try run(command + ["--store", "postgres", "--postgres-url", url], in: directory)
+            let (status, stdout, stderr) = try await run(command + ["--store", "postgres", "--postgres-url", url], in: directory)
             #expect(status != 0)
             #expect(stderr.contains("--postgres-url"), "\(stderr)")
             #expect(stderr.contains("***"), "the URL is shown redacted: \(stderr)")
@@ -80,11 +80,11 @@ extension ExecutableTests {
 
     /// An unreachable database at start is retried (logged) for
     /// --postgres-startup-timeout, then serve exits 1 with one clear line.
-    @Test func serveRetriesAnUnreachableDatabaseThenExitsOne() throws {
+    @Test func serveRetriesAnUnreachableDatabaseThenExitsOne() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let started = Date()
-        let (status, _, stderr) = try run(["serve", "--listen", "127.0.0.1:0", "--store", "postgres",
+        let (status, _, stderr) = try await run(["serve", "--listen", "127.0.0.1:0", "--store", "postgres",
                                            "--postgres-url", "postgresql://registry@127.0.0.1:1/registry",
                                            "--postgres-startup-timeout", "2s"], in: directory)
         let seconds = Date().timeIntervalSince(started)
@@ -98,10 +98,10 @@ extension ExecutableTests {
         #expect(last.contains("--postgres-startup-timeout"), "\(last)")
     }
 
-    @Test func helpListsTheStoreFlags() throws {
+    @Test func helpListsTheStoreFlags() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (_, serve, _) = try run(["help", "serve"], in: directory)
+        let (_, serve, _) = try await run(["help", "serve"], in: directory)
         for (flag, variable) in [("--store KIND", "REGISTRY_STORE"), ("--postgres-url URL", "REGISTRY_POSTGRES_URL"),
                                  ("--postgres-pool-size N", "REGISTRY_POSTGRES_POOL_SIZE"),
                                  ("--postgres-startup-timeout D", "REGISTRY_POSTGRES_STARTUP_TIMEOUT")] {
@@ -110,7 +110,7 @@ extension ExecutableTests {
         }
         #expect(serve.contains("(default: lmdb)"))
         for command in ["stats", "sweep", "check", "export", "import", "rotate-token-key"] {
-            let (_, help, _) = try run([command, "--help"], in: directory)
+            let (_, help, _) = try await run([command, "--help"], in: directory)
             #expect(help.contains("\n  --store KIND\n") && help.contains("\n  --postgres-url URL\n"), "\(command)")
             #expect(!help.contains("--postgres-startup-timeout"), "\(command): only serve retries at start")
         }

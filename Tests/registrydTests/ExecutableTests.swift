@@ -16,8 +16,8 @@ import FoundationNetworking
     func makeDirectory() throws -> String { try Registryd.makeDirectory() }
 
     /// `Registryd.run`: to completion, killed after 20 s.
-    func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        try Registryd.run(arguments, in: directory, environment: environment)
+    func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) async throws -> (Int32, String, String) {
+        try await Registryd.run(arguments, in: directory, environment: environment)
     }
 
     func request(_ method: String, _ port: Int, _ path: String, bearer: String? = nil,
@@ -28,7 +28,7 @@ import FoundationNetworking
     @Test func servesWithNoFlagsAndStopsCleanlyOnSIGTERM() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try Server(arguments: [], directory: directory)
+        let server = try await Server(arguments: [], directory: directory)
         #expect(server.port > 0, "log: \(server.log)")
         let secrets = directory + "/registry-data/secrets"
         for name in ["jwt-hs256.secret", "internal-api.key"] {
@@ -39,7 +39,7 @@ import FoundationNetworking
         #expect(health.0 == 200)
         #expect(health.1 == #"{"status":"ok"}"#)
 
-        let (minted, jwt, _) = try run(["mint-token", "--user", "alice"], in: directory)
+        let (minted, jwt, _) = try await run(["mint-token", "--user", "alice"], in: directory)
         #expect(minted == 0)
         let token = jwt.trimmingCharacters(in: .whitespacesAndNewlines)
         let created = try await request("POST", server.port, "/v1/devices", bearer: token,
@@ -54,7 +54,7 @@ import FoundationNetworking
         #expect(!server.log.contains(apiKey))
         #expect(!server.log.contains(String(repeating: "ab", count: 32)))
 
-        let (statsStatus, stats, _) = try run(["stats", "--json"], in: directory)
+        let (statsStatus, stats, _) = try await run(["stats", "--json"], in: directory)
         #expect(statsStatus == 0)
         #expect(stats.contains(#""counts":{"devices":1,"#))
     }
@@ -67,24 +67,24 @@ import FoundationNetworking
         (["--jwt-jwks-file", "/nonexistent/jwks.json"], "--jwt-jwks-file"),
         (["--bogus"], "--bogus"),
     ])
-    func badFlagStopsBeforeWritingAnything(_ arguments: [String], _ flag: String) throws {
+    func badFlagStopsBeforeWritingAnything(_ arguments: [String], _ flag: String) async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (status, _, stderr) = try run(["serve"] + arguments, in: directory)
+        let (status, _, stderr) = try await run(["serve"] + arguments, in: directory)
         #expect(status != 0)
         #expect(stderr.contains(flag), "\(stderr)")
         #expect(stderr.split(separator: "\n").count == 1)
         #expect(!FileManager.default.fileExists(atPath: directory + "/registry-data"))
     }
 
-    @Test func badEnvironmentValueNamesTheFlagAndAFlagBeatsIt() throws {
+    @Test func badEnvironmentValueNamesTheFlagAndAFlagBeatsIt() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (status, _, stderr) = try run(["serve"], in: directory, environment: ["REGISTRY_DEVICE_TTL": "soon"])
+        let (status, _, stderr) = try await run(["serve"], in: directory, environment: ["REGISTRY_DEVICE_TTL": "soon"])
         #expect(status == 2)
         #expect(stderr.contains("--device-ttl"))
         #expect(stderr.contains("REGISTRY_DEVICE_TTL"))
-        let (minted, _, mintErr) = try run(["mint-token", "--user", "u", "--device-ttl", "1d"], in: directory,
+        let (minted, _, mintErr) = try await run(["mint-token", "--user", "u", "--device-ttl", "1d"], in: directory,
                                            environment: ["REGISTRY_DEVICE_TTL": "soon"])
         #expect(minted == 0, "\(mintErr)")
     }
@@ -129,7 +129,7 @@ import FoundationNetworking
         let signature = try tool("/usr/bin/openssl", ["dgst", "-sha256", "-sign", key], input: Data("\(header).\(payload)".utf8))
         let token = "\(header).\(payload).\(base64URL(signature))"
 
-        let server = try Server(arguments: ["--jwt-jwks-file", directory + "/jwks.json"], directory: directory)
+        let server = try await Server(arguments: ["--jwt-jwks-file", directory + "/jwks.json"], directory: directory)
         #expect(server.port > 0, "log: \(server.log)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/registry-data/secrets/jwt-hs256.secret"))
         let created = try await request("POST", server.port, "/v1/devices", bearer: token, body: #"{"deviceId": "r1"}"#)
@@ -137,7 +137,7 @@ import FoundationNetworking
         let tampered = try await request("GET", server.port, "/v1/devices", bearer: String(token.dropLast(2)) + "AA")
         #expect(tampered.0 == 401)
         #expect(server.stop() == 0)
-        let (minted, _, mintError) = try run(["mint-token", "--user", "u", "--jwt-jwks-file", directory + "/jwks.json"], in: directory)
+        let (minted, _, mintError) = try await run(["mint-token", "--user", "u", "--jwt-jwks-file", directory + "/jwks.json"], in: directory)
         #expect(minted == 2)
         #expect(mintError.contains("--jwt-hs256-secret-file"))
     }

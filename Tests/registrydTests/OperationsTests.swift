@@ -14,10 +14,10 @@ import Testing
 
     // MARK: Help
 
-    @Test func helpIsPrintedToStdoutForEveryForm() throws {
+    @Test func helpIsPrintedToStdoutForEveryForm() async throws {
         let directory = try exe.makeDirectory()
         for form in [["help"], ["--help"], ["-h"]] {
-            let (status, stdout, stderr) = try exe.run(form, in: directory)
+            let (status, stdout, stderr) = try await exe.run(form, in: directory)
             #expect(status == 0, "\(form)")
             #expect(stderr.isEmpty, "\(form)")
             #expect(stdout.hasPrefix("usage: registryd"), "\(form)")
@@ -25,7 +25,7 @@ import Testing
         }
         for name in Self.subcommands {
             for form in [[name, "--help"], ["help", name], [name, "--data-dir", "x", "-h"]] {
-                let (status, stdout, stderr) = try exe.run(form, in: directory)
+                let (status, stdout, stderr) = try await exe.run(form, in: directory)
                 #expect(status == 0, "\(form)")
                 #expect(stderr.isEmpty, "\(form)")
                 #expect(stdout.hasPrefix("usage: registryd \(name) "), "\(form)")
@@ -37,30 +37,30 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 
-    @Test func helpListsEachFlagWithItsVariableAndDefault() throws {
-        let (_, serve, _) = try exe.run(["serve", "--help"], in: try exe.makeDirectory())
+    @Test func helpListsEachFlagWithItsVariableAndDefault() async throws {
+        let (_, serve, _) = try await exe.run(["serve", "--help"], in: try exe.makeDirectory())
         #expect(serve.contains("  --data-dir DIR\n"))
         #expect(serve.contains("env: REGISTRY_DATA_DIR"))
         #expect(serve.contains("(default: 127.0.0.1:8080)"))
         #expect(serve.contains("env: REGISTRY_MAX_CONNECTIONS_PER_ADDRESS"))
-        let (_, backup, _) = try exe.run(["backup", "--help"], in: try exe.makeDirectory())
+        let (_, backup, _) = try await exe.run(["backup", "--help"], in: try exe.makeDirectory())
         #expect(backup.contains("  --with-secrets\n"))
         #expect(!backup.contains("REGISTRY_TO\n"), "a per-run flag reads no variable")
         #expect(!backup.contains("--listen"), "help lists only the command's own flags")
     }
 
     @Test(arguments: subcommands)
-    func anUnknownFlagIsNamedAndPointsToHelp(_ name: String) throws {
+    func anUnknownFlagIsNamedAndPointsToHelp(_ name: String) async throws {
         let directory = try exe.makeDirectory()
-        let (status, stdout, stderr) = try exe.run([name, "--bogus"], in: directory)
+        let (status, stdout, stderr) = try await exe.run([name, "--bogus"], in: directory)
         #expect(status == 2)
         #expect(stdout.isEmpty)
         #expect(stderr == "registryd \(name): unknown flag --bogus; see 'registryd \(name) --help'\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 
-    @Test func anUnknownSubcommandPointsToHelp() throws {
-        let (status, _, stderr) = try exe.run(["restore"], in: try exe.makeDirectory())
+    @Test func anUnknownSubcommandPointsToHelp() async throws {
+        let (status, _, stderr) = try await exe.run(["restore"], in: try exe.makeDirectory())
         #expect(status == 2)
         #expect(stderr == "registryd: unknown subcommand 'restore'; see 'registryd --help'\n")
     }
@@ -69,31 +69,31 @@ import Testing
 
     @Test func aSecondServerOnOneDataDirectoryIsRefusedWhileSubcommandsStillWork() async throws {
         let directory = try exe.makeDirectory()
-        let first = try ExecutableTests.Server(arguments: [], directory: directory)
+        let first = try await ExecutableTests.Server(arguments: [], directory: directory)
         #expect(first.port != 0)
-        let (status, _, stderr) = try exe.run(["serve", "--listen", "127.0.0.1:0"], in: directory)
+        let (status, _, stderr) = try await exe.run(["serve", "--listen", "127.0.0.1:0"], in: directory)
         #expect(status == 2)
         #expect(stderr.contains("is served by registryd pid \(first.process.processIdentifier)"), "\(stderr)")
         for command in [["stats"], ["check"], ["export"], ["sweep", "--dry-run"]] {
-            let (status, _, stderr) = try exe.run(command, in: directory)
+            let (status, _, stderr) = try await exe.run(command, in: directory)
             #expect(status == 0, "\(command): \(stderr)")
         }
         let (health, _) = try await exe.request("GET", first.port, "/healthz")
         #expect(health == 200, "the refused second server left the first one serving")
         #expect(first.stop() == 0)
         // The lock goes with the process: a new server starts at once.
-        let second = try ExecutableTests.Server(arguments: [], directory: directory)
+        let second = try await ExecutableTests.Server(arguments: [], directory: directory)
         #expect(second.port != 0, "\(second.log)")
         #expect(second.stop() == 0)
     }
 
-    @Test func aServerKilledWithSIGKILLLeavesNoLockBehind() throws {
+    @Test func aServerKilledWithSIGKILLLeavesNoLockBehind() async throws {
         let directory = try exe.makeDirectory()
-        let first = try ExecutableTests.Server(arguments: [], directory: directory)
+        let first = try await ExecutableTests.Server(arguments: [], directory: directory)
         #expect(first.port != 0)
         kill(first.process.processIdentifier, SIGKILL)
         first.process.waitUntilExit()
-        let second = try ExecutableTests.Server(arguments: [], directory: directory)
+        let second = try await ExecutableTests.Server(arguments: [], directory: directory)
         #expect(second.port != 0, "\(second.log)")
         #expect(second.stop() == 0)
     }
@@ -102,11 +102,11 @@ import Testing
 
     @Test func aBackupTakenUnderConcurrentWritesRestoresAndPassesCheck() async throws {
         let directory = try exe.makeDirectory()
-        let server = try ExecutableTests.Server(arguments: [], directory: directory)
+        let server = try await ExecutableTests.Server(arguments: [], directory: directory)
         let port = server.port
         let key = try String(contentsOfFile: directory + "/registry-data/secrets/internal-api.key", encoding: .utf8)
             .trimmingCharacters(in: .newlines)
-        let (_, minted, _) = try exe.run(["mint-token", "--user", "alice"], in: directory)
+        let (_, minted, _) = try await exe.run(["mint-token", "--user", "alice"], in: directory)
         let jwt = minted.trimmingCharacters(in: .newlines)
 
         let writes = Task { [exe] in
@@ -120,7 +120,7 @@ import Testing
             return acknowledged
         }
         try await Task.sleep(for: .milliseconds(300))
-        let (status, stdout, stderr) = try exe.run(["backup", "--to", "bk"], in: directory)
+        let (status, stdout, stderr) = try await exe.run(["backup", "--to", "bk"], in: directory)
         let acknowledged = try await writes.value
         #expect(status == 0, "\(stderr)")
         #expect(stdout.hasPrefix("backup written to bk: "), "\(stdout)")
@@ -135,29 +135,29 @@ import Testing
         // Without secrets the copy's tokens open only with the original key file.
         let keys = ["--token-key-file", "registry-data/secrets/token-keys"]
         // Without the key file an operator command writes nothing into the backup and says the file is missing.
-        let (refused, _, refusal) = try exe.run(["check", "--data-dir", "bk"], in: directory)
+        let (refused, _, refusal) = try await exe.run(["check", "--data-dir", "bk"], in: directory)
         #expect(refused == 2)
         #expect(refusal.contains("the token key file 'bk/secrets/token-keys' is missing"), "\(refusal)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/bk/secrets"), "no secrets folder was made in the backup")
         // Counts open no token: stats works without the key file.
-        let (statsStatus, counts, countNote) = try exe.run(["stats", "--json", "--data-dir", "bk"], in: directory)
+        let (statsStatus, counts, countNote) = try await exe.run(["stats", "--json", "--data-dir", "bk"], in: directory)
         #expect(statsStatus == 0 && counts.contains(#""devices":"#), "\(counts)\(countNote)")
         #expect(countNote.contains("no token key file at 'bk/secrets/token-keys'"), "\(countNote)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/bk/secrets"))
-        let (checkStatus, checkOut, _) = try exe.run(["check", "--data-dir", "bk"] + keys, in: directory)
+        let (checkStatus, checkOut, _) = try await exe.run(["check", "--data-dir", "bk"] + keys, in: directory)
         #expect(checkStatus == 0, "\(checkOut)")
 
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/bk/backup.json"))) as? [String: Any]
         #expect(manifest?["format"] as? String == "registryd-backup")
         #expect(manifest?["schemaVersion"] as? Int == 4)
         let counted = ((manifest?["stats"] as? [String: Any])?["counts"] as? [String: Any])?["devices"] as? Int
-        let (_, stats, _) = try exe.run(["stats", "--json", "--data-dir", "bk"] + keys, in: directory)
+        let (_, stats, _) = try await exe.run(["stats", "--json", "--data-dir", "bk"] + keys, in: directory)
         let restoredCount = ((try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])?["counts"] as? [String: Any])?["devices"] as? Int
         #expect(counted != nil && counted == restoredCount, "the manifest counts the copy itself")
         #expect((counted ?? 0) > 0 && (counted ?? 0) <= 400)
 
         // Restore: serve the backup with the original internal key; every device the copy counted answers.
-        let restored = try ExecutableTests.Server(
+        let restored = try await ExecutableTests.Server(
             arguments: ["--data-dir", "bk", "--internal-api-key-file", "registry-data/secrets/internal-api.key"] + keys,
             directory: directory)
         let (lookup, body) = try await exe.request("GET", restored.port, "/internal/v1/users/alice/devices", bearer: key)
@@ -167,22 +167,22 @@ import Testing
         #expect(restored.stop() == 0)
     }
 
-    @Test func aBackupRefusesANonEmptyTargetAndCopiesSecretsOnlyWhenAsked() throws {
+    @Test func aBackupRefusesANonEmptyTargetAndCopiesSecretsOnlyWhenAsked() async throws {
         let directory = try exe.makeDirectory()
-        let (minted, _, _) = try exe.run(["mint-token", "--user", "u"], in: directory)  // generates the secret
+        let (minted, _, _) = try await exe.run(["mint-token", "--user", "u"], in: directory)  // generates the secret
         #expect(minted == 0)
         // mint-token made the secrets but no registry yet: serve once to create it.
-        let server = try ExecutableTests.Server(arguments: [], directory: directory)
+        let server = try await ExecutableTests.Server(arguments: [], directory: directory)
         #expect(server.stop() == 0)
 
         try FileManager.default.createDirectory(atPath: directory + "/full", withIntermediateDirectories: true)
         try Data("x".utf8).write(to: URL(fileURLWithPath: directory + "/full/keep.txt"))
-        let (refused, _, refusal) = try exe.run(["backup", "--to", "full"], in: directory)
+        let (refused, _, refusal) = try await exe.run(["backup", "--to", "full"], in: directory)
         #expect(refused == 2)
         #expect(refusal.contains("--to: 'full' is not empty"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/full") == ["keep.txt"])
 
-        let (status, stdout, stderr) = try exe.run(["backup", "--to", "with", "--with-secrets"], in: directory)
+        let (status, stdout, stderr) = try await exe.run(["backup", "--to", "with", "--with-secrets"], in: directory)
         #expect(status == 0, "\(stderr)")
         #expect(stdout.contains("secrets copied: internal-api.key, jwt-hs256.secret, token-keys"))
         for name in ["internal-api.key", "jwt-hs256.secret", "token-keys"] {
@@ -193,7 +193,7 @@ import Testing
         let manifest = try String(contentsOfFile: directory + "/with/backup.json", encoding: .utf8)
         #expect(manifest.contains(#""secretsIncluded":["internal-api.key","jwt-hs256.secret","token-keys"]"#))
         // With its secrets, the backup serves as it is.
-        let (checked, _, checkErr) = try exe.run(["check", "--data-dir", "with"], in: directory)
+        let (checked, _, checkErr) = try await exe.run(["check", "--data-dir", "with"], in: directory)
         #expect(checked == 0, "\(checkErr)")
     }
 
@@ -202,45 +202,45 @@ import Testing
     @Test func exportImportIntoAnEmptyDirectoryReproducesTheRegistryAndASecondImportChangesNothing() async throws {
         let directory = try exe.makeDirectory()
         try await fillRegistry(directory)
-        let (exported, original, _) = try exe.run(["export"], in: directory)
+        let (exported, original, _) = try await exe.run(["export"], in: directory)
         #expect(exported == 0)
         try original.write(toFile: directory + "/e.jsonl", atomically: true, encoding: .utf8)
 
-        let (first, firstOut, firstErr) = try exe.run(["import", "--data-dir", "moved", "--from", "e.jsonl"], in: directory)
+        let (first, firstOut, firstErr) = try await exe.run(["import", "--data-dir", "moved", "--from", "e.jsonl"], in: directory)
         #expect(first == 0, "\(firstErr)")
         let lines = original.split(separator: "\n").count
         #expect(firstOut == "imported \(lines) records from \(lines) lines\n")
-        let (_, movedExport, _) = try exe.run(["export", "--data-dir", "moved"], in: directory)
+        let (_, movedExport, _) = try await exe.run(["export", "--data-dir", "moved"], in: directory)
         #expect(movedExport == original, "every record, token and timestamp as exported")
-        let (_, statsBefore, _) = try exe.run(["stats", "--json"], in: directory)
-        let (_, statsMoved, _) = try exe.run(["stats", "--json", "--data-dir", "moved"], in: directory)
+        let (_, statsBefore, _) = try await exe.run(["stats", "--json"], in: directory)
+        let (_, statsMoved, _) = try await exe.run(["stats", "--json", "--data-dir", "moved"], in: directory)
         #expect(try Self.counts(statsBefore) == Self.counts(statsMoved))
 
-        let (second, _, secondErr) = try exe.run(["import", "--data-dir", "moved", "--from", "e.jsonl"], in: directory)
+        let (second, _, secondErr) = try await exe.run(["import", "--data-dir", "moved", "--from", "e.jsonl"], in: directory)
         #expect(second == 0, "\(secondErr)")
-        let (_, againExport, _) = try exe.run(["export", "--data-dir", "moved"], in: directory)
+        let (_, againExport, _) = try await exe.run(["export", "--data-dir", "moved"], in: directory)
         #expect(againExport == original, "a second import changes nothing")
-        let (checked, checkOut, _) = try exe.run(["check", "--data-dir", "moved"], in: directory)
+        let (checked, checkOut, _) = try await exe.run(["check", "--data-dir", "moved"], in: directory)
         #expect(checked == 0, "\(checkOut)")
     }
 
     @Test func aBadLineIsReportedByNumberAndTheGoodOnesAreImported() async throws {
         let directory = try exe.makeDirectory()
         try await fillRegistry(directory)
-        let (_, original, _) = try exe.run(["export"], in: directory)
+        let (_, original, _) = try await exe.run(["export"], in: directory)
         var lines = original.split(separator: "\n").map(String.init)
         let good = lines.count
         lines.insert(#"{"device":{"userId":"","deviceId":"x"}}"#, at: 1)
         lines.append("not json")
         try (lines.joined(separator: "\n") + "\n").write(toFile: directory + "/e.jsonl", atomically: true, encoding: .utf8)
 
-        let (status, stdout, stderr) = try exe.run(["import", "--data-dir", "fresh", "--from", "e.jsonl"], in: directory)
+        let (status, stdout, stderr) = try await exe.run(["import", "--data-dir", "fresh", "--from", "e.jsonl"], in: directory)
         #expect(status == 1)
         #expect(stdout.isEmpty)
         #expect(stderr.contains("line 2: "), "\(stderr)")
         #expect(stderr.contains("line \(good + 2): record is not JSON"), "\(stderr)")
         #expect(stderr.contains("imported \(good) records from \(good + 2) lines; 2 bad lines skipped"), "\(stderr)")
-        let (_, imported, _) = try exe.run(["export", "--data-dir", "fresh"], in: directory)
+        let (_, imported, _) = try await exe.run(["export", "--data-dir", "fresh"], in: directory)
         #expect(imported == original)
     }
 
@@ -252,13 +252,13 @@ import Testing
     /// value under the old one would not open), and the old key is retired.
     @Test func aKeyRotationUnderConcurrentWritesLosesNothingAndLeavesOnlyTheNewKey() async throws {
         let directory = try exe.makeDirectory()
-        let server = try ExecutableTests.Server(arguments: [], directory: directory)
+        let server = try await ExecutableTests.Server(arguments: [], directory: directory)
         let port = server.port
         let key = try String(contentsOfFile: directory + "/registry-data/secrets/internal-api.key", encoding: .utf8)
             .trimmingCharacters(in: .newlines)
         var jwts: [String] = []
         for user in 0..<10 {
-            jwts.append(try exe.run(["mint-token", "--user", "user\(user)"], in: directory).1.trimmingCharacters(in: .newlines))
+            await jwts.append(try exe.run(["mint-token", "--user", "user\(user)"], in: directory).1.trimmingCharacters(in: .newlines))
         }
         let tokens = jwts
         let writes = Task { [exe] in
@@ -271,7 +271,7 @@ import Testing
             return acknowledged
         }
         try await Task.sleep(for: .milliseconds(200))
-        let (status, stdout, stderr) = try exe.run(["rotate-token-key"], in: directory)
+        let (status, stdout, stderr) = try await exe.run(["rotate-token-key"], in: directory)
         let acknowledged = try await writes.value
         #expect(status == 0, "\(stderr)")
         #expect(stdout.hasPrefix("added sealing key 2; every server holds it; re-sealed "), "\(stdout)")
@@ -284,7 +284,7 @@ import Testing
         #expect(server.stop() == 0)
         let keys = try String(contentsOfFile: directory + "/registry-data/secrets/token-keys", encoding: .utf8)
         #expect(keys.contains("\nseal 2 ") && !keys.contains("\nseal 1 "), "\(keys)")
-        let (checked, checkOut, _) = try exe.run(["check"], in: directory)
+        let (checked, checkOut, _) = try await exe.run(["check"], in: directory)
         #expect(checked == 0, "\(checkOut)")
     }
 
@@ -296,11 +296,11 @@ import Testing
         try await fillRegistry(directory)
         let keys = directory + "/registry-data/secrets/token-keys"
         try FileManager.default.moveItem(atPath: keys, toPath: directory + "/kept-keys")
-        let (status, _, stderr) = try exe.run(["serve", "--listen", "127.0.0.1:0"], in: directory)
+        let (status, _, stderr) = try await exe.run(["serve", "--listen", "127.0.0.1:0"], in: directory)
         #expect(status == 2)
         #expect(stderr.contains("--token-key-file: the token key file does not match this registry"), "\(stderr)")
         #expect(!FileManager.default.fileExists(atPath: keys), "the key file generated for the attempt is removed")
-        let (withKeys, _, keysErr) = try exe.run(["check", "--token-key-file", "kept-keys"], in: directory)
+        let (withKeys, _, keysErr) = try await exe.run(["check", "--token-key-file", "kept-keys"], in: directory)
         #expect(withKeys == 0, "\(keysErr)")
     }
 
@@ -309,7 +309,7 @@ import Testing
     @Test func progressIsDrawnOnATerminalAndNeverOtherwise() async throws {
         let directory = try exe.makeDirectory()
         try await fillRegistry(directory)
-        let (_, original, _) = try exe.run(["export"], in: directory)
+        let (_, original, _) = try await exe.run(["export"], in: directory)
         // 3,000 more devices, made from one exported line, so the import lasts past the first redraw.
         let template = try #require(original.split(separator: "\n").first { $0.contains(#""deviceId":"B0""#) })
         let token = Self.hexToken(300)
@@ -321,7 +321,7 @@ import Testing
         try lines.write(toFile: directory + "/many.jsonl", atomically: true, encoding: .utf8)
 
         // On a pipe (exe.run): the summary line only.
-        let (piped, _, pipedErr) = try exe.run(["import", "--data-dir", "a", "--from", "many.jsonl"], in: directory)
+        let (piped, _, pipedErr) = try await exe.run(["import", "--data-dir", "a", "--from", "many.jsonl"], in: directory)
         #expect(piped == 0)
         #expect(pipedErr.isEmpty)
         // On a terminal: a progress line with the rate and time left, redrawn
@@ -334,7 +334,7 @@ import Testing
         #expect(terminal.hasSuffix("\r\u{1B}[K"), "erased at the end: \(terminal.debugDescription)")
     }
 
-    @Test func readinessIsSentToTheNotifySocket() throws {
+    @Test func readinessIsSentToTheNotifySocket() async throws {
         let directory = try exe.makeDirectory()
         let path = directory + "/notify.sock"
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
@@ -350,7 +350,7 @@ import Testing
         var timeout = timeval(tv_sec: 20, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
 
-        let server = try ExecutableTests.Server(arguments: [], directory: directory, environment: ["NOTIFY_SOCKET": path])
+        let server = try await ExecutableTests.Server(arguments: [], directory: directory, environment: ["NOTIFY_SOCKET": path])
         var buffer = [UInt8](repeating: 0, count: 512)
         let n = recv(fd, &buffer, buffer.count, 0)
         let message = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : ""
@@ -363,7 +363,7 @@ import Testing
 
     /// tools/registryd.service parses cleanly (systemd-analyze prints a
     /// line for every directive it ignores, and fails on a missing binary).
-    @Test func theSystemdUnitVerifies() throws {
+    @Test func theSystemdUnitVerifies() async throws {
         let directory = try exe.makeDirectory()
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let unit = try String(contentsOf: root.appendingPathComponent("tools/registryd.service"), encoding: .utf8)
@@ -388,8 +388,8 @@ import Testing
 
     /// Three devices of one user with push-to-start and activity tokens, and a signed-out device's tombstone.
     private func fillRegistry(_ directory: String) async throws {
-        let server = try ExecutableTests.Server(arguments: [], directory: directory)
-        let (_, minted, _) = try exe.run(["mint-token", "--user", "alice"], in: directory)
+        let server = try await ExecutableTests.Server(arguments: [], directory: directory)
+        let (_, minted, _) = try await exe.run(["mint-token", "--user", "alice"], in: directory)
         let jwt = minted.trimmingCharacters(in: .newlines)
         for i in 0..<4 {
             let body = #"{"deviceId":"D\#(i)","pushToken":"\#(Self.hexToken(i))","osVersion":"18.2","appVersion":"2.1.0","sequence":1}"#
@@ -402,7 +402,7 @@ import Testing
         }
         #expect(try await exe.request("DELETE", server.port, "/v1/devices/D3?sequence=2", bearer: jwt).0 == 204)
         // A second user, so export spans users.
-        let (_, bob, _) = try exe.run(["mint-token", "--user", "bob"], in: directory)
+        let (_, bob, _) = try await exe.run(["mint-token", "--user", "bob"], in: directory)
         for i in 0..<5 {
             let body = #"{"deviceId":"B\#(i)","pushToken":"\#(Self.hexToken(300 + i))","osVersion":"18.2","appVersion":"2.1.0"}"#
             #expect(try await exe.request("POST", server.port, "/v1/devices", bearer: bob.trimmingCharacters(in: .newlines),

@@ -10,26 +10,26 @@ extension PostgresStoreExecutableTests {
             let directory = try exe.makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try await fill(try ExecutableTests.Server(arguments: Self.fillApps, directory: directory), in: directory)
-            let (_, original, _) = try exe.run(["export"], in: directory)
+            let (_, original, _) = try await exe.run(["export"], in: directory)
             let lines = original.split(separator: "\n").count
 
             let moved = try pipe(["export"], into: ["import"] + Self.postgres(url), in: directory)
             #expect(moved.statuses == [0, 0], "\(moved.stderr)")
             #expect(moved.stdout == "imported \(lines) records from \(lines) lines\n")
-            let (exported, onPostgres, errors) = try exe.run(["export"] + Self.postgres(url), in: directory)
+            let (exported, onPostgres, errors) = try await exe.run(["export"] + Self.postgres(url), in: directory)
             #expect(exported == 0, "\(errors)")
             let onPostgresDifference = Self.difference(onPostgres, original)
             #expect(onPostgresDifference.isEmpty, "every record, token, timestamp and event as exported: \(onPostgresDifference)")
 
-            let (_, statsLMDB, _) = try exe.run(["stats", "--json"], in: directory)
-            let (_, statsPostgres, _) = try exe.run(["stats", "--json"] + Self.postgres(url), in: directory)
+            let (_, statsLMDB, _) = try await exe.run(["stats", "--json"], in: directory)
+            let (_, statsPostgres, _) = try await exe.run(["stats", "--json"] + Self.postgres(url), in: directory)
             #expect(try OperationsTests.counts(statsPostgres) == OperationsTests.counts(statsLMDB))
-            let (checked, checkOut, _) = try exe.run(["check"] + Self.postgres(url), in: directory)
+            let (checked, checkOut, _) = try await exe.run(["check"] + Self.postgres(url), in: directory)
             #expect(checked == 0 && checkOut.hasSuffix("ok: the registry's invariants hold\n"), "\(checkOut)")
 
             let again = try pipe(["export"], into: ["import"] + Self.postgres(url), in: directory)
             #expect(again.statuses == [0, 0], "\(again.stderr)")
-            let (_, twice, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
+            let (_, twice, _) = try await exe.run(["export"] + Self.postgres(url), in: directory)
             let twiceDifference = Self.difference(twice, original)
             #expect(twiceDifference.isEmpty, "a second import changes nothing: \(twiceDifference)")
         }
@@ -40,7 +40,7 @@ extension PostgresStoreExecutableTests {
             let directory = try exe.makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try await fill(try ExecutableTests.Server(arguments: Self.fillApps + Self.postgres(url), directory: directory), in: directory)
-            let (_, original, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
+            let (_, original, _) = try await exe.run(["export"] + Self.postgres(url), in: directory)
             let lines = original.split(separator: "\n").count
             #expect(lines > 10)
 
@@ -49,11 +49,11 @@ extension PostgresStoreExecutableTests {
                                  in: directory)
             #expect(moved.statuses == [0, 0], "\(moved.stderr)")
             #expect(moved.stdout == "imported \(lines) records from \(lines) lines\n")
-            let (_, onLMDB, _) = try exe.run(["export", "--data-dir", "moved", "--token-key-file", "registry-data/secrets/token-keys"],
+            let (_, onLMDB, _) = try await exe.run(["export", "--data-dir", "moved", "--token-key-file", "registry-data/secrets/token-keys"],
                                              in: directory)
             let onLMDBDifference = Self.difference(onLMDB, original)
             #expect(onLMDBDifference.isEmpty, "every record, token, timestamp and event as exported: \(onLMDBDifference)")
-            let (checked, checkOut, _) = try exe.run(["check", "--data-dir", "moved", "--token-key-file", "registry-data/secrets/token-keys"],
+            let (checked, checkOut, _) = try await exe.run(["check", "--data-dir", "moved", "--token-key-file", "registry-data/secrets/token-keys"],
                                                      in: directory)
             #expect(checked == 0, "\(checkOut)")
         }
@@ -79,7 +79,7 @@ extension PostgresStoreExecutableTests {
     /// history all of that wrote; then stops the server.
     func fill(_ server: ExecutableTests.Server, in directory: String) async throws {
         try #require(server.port > 0, "\(server.log)")
-        let alice = try jwt("alice", in: directory), bob = try jwt("bob", in: directory)
+        let alice = try await jwt("alice", in: directory), bob = try await jwt("bob", in: directory)
         func post(_ path: String, _ body: String, as user: String) async throws {
             let status = try await exe.request("POST", server.port, path, bearer: user, body: body).0
             #expect(status == 200 || status == 201, "\(path) \(body)")
@@ -135,24 +135,24 @@ extension PostgresStoreExecutableTests {
             let directory = try exe.makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try await fill(try ExecutableTests.Server(arguments: Self.fillApps + Self.postgres(url), directory: directory), in: directory)
-            let (_, before, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
+            let (_, before, _) = try await exe.run(["export"] + Self.postgres(url), in: directory)
 
-            let (rotated, rotation, rotationErrors) = try exe.run(["rotate-token-key"] + Self.postgres(url), in: directory)
+            let (rotated, rotation, rotationErrors) = try await exe.run(["rotate-token-key"] + Self.postgres(url), in: directory)
             #expect(rotated == 0, "\(rotationErrors)")
             #expect(rotation.hasPrefix("added sealing key 2; every server holds it; re-sealed "), "\(rotation)")
             #expect(rotation.hasSuffix("; retired key 1\n"), "\(rotation)")
-            let (_, after, _) = try exe.run(["export"] + Self.postgres(url), in: directory)
+            let (_, after, _) = try await exe.run(["export"] + Self.postgres(url), in: directory)
             #expect(after == before, "every token opens under the new key")
-            #expect(try exe.run(["check"] + Self.postgres(url), in: directory).0 == 0)
+            await #expect(try exe.run(["check"] + Self.postgres(url), in: directory).0 == 0)
 
-            let (_, nothing, _) = try exe.run(["sweep", "--dry-run"] + Self.postgres(url), in: directory)
+            let (_, nothing, _) = try await exe.run(["sweep", "--dry-run"] + Self.postgres(url), in: directory)
             #expect(nothing == #"{"devices":0,"pushToStartTokens":0,"activityTokens":0,"tombstones":0}"# + "\n")
             try await Task.sleep(for: .seconds(1.1))
-            let (swept, counts, sweepErrors) = try exe.run(["sweep", "--device-ttl", "1s", "--activity-ttl", "1s"] + Self.postgres(url),
+            let (swept, counts, sweepErrors) = try await exe.run(["sweep", "--device-ttl", "1s", "--activity-ttl", "1s"] + Self.postgres(url),
                                                             in: directory)
             #expect(swept == 0, "\(sweepErrors)")
             #expect(counts.hasPrefix(#"{"devices":7,"#), "\(counts)")
-            let (_, stats, _) = try exe.run(["stats", "--json"] + Self.postgres(url), in: directory)
+            let (_, stats, _) = try await exe.run(["stats", "--json"] + Self.postgres(url), in: directory)
             #expect(try OperationsTests.counts(stats)["devices"] == 0)
         }
     }

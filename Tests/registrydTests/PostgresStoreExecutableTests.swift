@@ -16,8 +16,8 @@ struct PostgresStoreExecutableTests {
     static func postgres(_ url: String) -> [String] { ["--store", "postgres", "--postgres-url", url] }
 
     /// A device JWT signed with the secret serve generated in `directory`'s data directory.
-    func jwt(_ user: String, in directory: String, _ flags: [String] = []) throws -> String {
-        let (status, minted, errors) = try exe.run(["mint-token", "--user", user] + flags, in: directory)
+    func jwt(_ user: String, in directory: String, _ flags: [String] = []) async throws -> String {
+        let (status, minted, errors) = try await exe.run(["mint-token", "--user", user] + flags, in: directory)
         try #require(status == 0, "\(errors)")
         return minted.trimmingCharacters(in: .newlines)
     }
@@ -33,10 +33,10 @@ struct PostgresStoreExecutableTests {
             defer { try? FileManager.default.removeItem(atPath: directory) }
             // Trust authentication ignores it; it must still never be logged.
             let urlWithPassword = TestPostgres.adding("password", ExecutableTests.password, to: url)
-            let server = try ExecutableTests.Server(arguments: Self.postgres(urlWithPassword), directory: directory)
+            let server = try await ExecutableTests.Server(arguments: Self.postgres(urlWithPassword), directory: directory)
             try #require(server.port > 0, "\(server.log)")
             #expect(try await exe.request("GET", server.port, "/healthz") == (200, #"{"status":"ok"}"#))
-            let alice = try jwt("alice", in: directory), key = try apiKey(in: directory)
+            let alice = try await jwt("alice", in: directory), key = try apiKey(in: directory)
             let push = OperationsTests.hexToken(1), start = OperationsTests.hexToken(2), live = OperationsTests.hexToken(3)
 
             let register = #"{"deviceId":"D1","pushToken":"\#(push)","osVersion":"18.2","sequence":1}"#
@@ -75,7 +75,7 @@ struct PostgresStoreExecutableTests {
             for secret in [ExecutableTests.password, key, push, start, live] {
                 #expect(!server.log.contains(secret))
             }
-            let (status, stats, errors) = try exe.run(["stats", "--json"] + Self.postgres(url), in: directory)
+            let (status, stats, errors) = try await exe.run(["stats", "--json"] + Self.postgres(url), in: directory)
             #expect(status == 0, "\(errors)")
             #expect(try OperationsTests.counts(stats) == ["devices": 0, "pushTokens": 0, "pushToStartTokens": 0,
                                                           "activityTokens": 0, "tombstones": 1])
@@ -89,10 +89,10 @@ struct PostgresStoreExecutableTests {
         try await TestPostgres.withSchema { url in
             let directory = try exe.makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let first = try ExecutableTests.Server(arguments: Self.postgres(url) + ["--data-dir", "a"], directory: directory)
+            let first = try await ExecutableTests.Server(arguments: Self.postgres(url) + ["--data-dir", "a"], directory: directory)
             try #require(first.port > 0, "\(first.log)")
 
-            let (refused, _, refusal) = try exe.run(["serve", "--listen", "127.0.0.1:0", "--data-dir", "b"] + Self.postgres(url),
+            let (refused, _, refusal) = try await exe.run(["serve", "--listen", "127.0.0.1:0", "--data-dir", "b"] + Self.postgres(url),
                                                     in: directory)
             #expect(refused == 2)
             #expect(refusal.contains("--token-key-file: the token key file does not match this registry"), "\(refusal)")
@@ -100,9 +100,9 @@ struct PostgresStoreExecutableTests {
 
             let shared = ["--token-key-file", "a/secrets/token-keys", "--internal-api-key-file", "a/secrets/internal-api.key",
                           "--jwt-hs256-secret-file", "a/secrets/jwt-hs256.secret"]
-            let second = try ExecutableTests.Server(arguments: Self.postgres(url) + ["--data-dir", "b"] + shared, directory: directory)
+            let second = try await ExecutableTests.Server(arguments: Self.postgres(url) + ["--data-dir", "b"] + shared, directory: directory)
             try #require(second.port > 0, "\(second.log)")
-            let alice = try jwt("alice", in: directory, ["--data-dir", "a"])
+            let alice = try await jwt("alice", in: directory, ["--data-dir", "a"])
             let key = try String(contentsOfFile: directory + "/a/secrets/internal-api.key", encoding: .utf8)
                 .trimmingCharacters(in: .newlines)
             let push = OperationsTests.hexToken(7), live = OperationsTests.hexToken(8)
@@ -131,9 +131,9 @@ struct PostgresStoreExecutableTests {
             let admin = try #require(TestPostgres.url)
             let directory = try exe.makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let server = try ExecutableTests.Server(arguments: Self.postgres(url), directory: directory)
+            let server = try await ExecutableTests.Server(arguments: Self.postgres(url), directory: directory)
             try #require(server.port > 0, "\(server.log)")
-            let alice = try jwt("alice", in: directory)
+            let alice = try await jwt("alice", in: directory)
             #expect(try await exe.request("GET", server.port, "/healthz").0 == 200)
 
             try TestPostgres.psql(admin, "ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
@@ -167,7 +167,7 @@ struct PostgresStoreExecutableTests {
             DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) {
                 try? TestPostgres.psql(admin, "ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
             }
-            let server = try ExecutableTests.Server(arguments: Self.postgres(url), directory: directory)
+            let server = try await ExecutableTests.Server(arguments: Self.postgres(url), directory: directory)
             try #require(server.port > 0, "\(server.log)")
             #expect(server.log.contains(#""event":"store_unreachable""#), "\(server.log)")
             #expect(server.log.contains("is not currently accepting connections"), "\(server.log)")
