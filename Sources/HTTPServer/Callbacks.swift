@@ -2,7 +2,7 @@ import CMicroHTTPD
 
 // libmicrohttpd's callbacks. They are plain global functions in a file that
 // is not main.swift: a closure there would be main-actor isolated and trap
-// when a worker thread calls it (DESIGN.md, C-interop pitfalls). `cls` is
+// when a worker thread calls it (docs/architecture.md, "C interop"). `cls` is
 // always the `ServerCore`, passed unretained: `HTTPServer` outlives its daemon.
 
 private func core(_ cls: UnsafeMutableRawPointer?) -> ServerCore? {

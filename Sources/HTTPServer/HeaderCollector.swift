@@ -20,7 +20,7 @@ enum HeaderCollector {
 }
 
 /// `MHD_KeyValueIteratorN` for `HeaderCollector`; `cls` is its `Collected`.
-/// A plain global function, never a closure: see DESIGN.md's C-interop pitfalls.
+/// A plain global function, never a closure: see docs/architecture.md, "C interop".
 func collectHeaderField(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
                         _ key: UnsafePointer<CChar>?, _ keySize: Int,
                         _ value: UnsafePointer<CChar>?, _ valueSize: Int) -> MHD_Result {

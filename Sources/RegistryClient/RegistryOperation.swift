@@ -1,6 +1,6 @@
 import Foundation
 
-/// One request the queue can make, and its encoding per API.md.
+/// One request the queue can make, and its encoding per docs/api.md.
 ///
 /// Writes that the server orders by `sequence` (the three registration
 /// `POST`s and the device `DELETE`) carry one; the token `DELETE`s take none,

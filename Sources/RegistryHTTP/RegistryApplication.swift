@@ -9,7 +9,7 @@ import RegistryCore
 /// `head` chose with the whole request, so almost every test runs without a
 /// socket. Each endpoint's facts live in one row of `RouteTable`.
 ///
-/// Checks run in API.md's order, and the first failure answers: route
+/// Checks run in docs/api.md's order, and the first failure answers: route
 /// (404/405), credential (401/403), media type (415), size (413), JSON (400),
 /// fields (400). Framing (400, 431) is the server adapter's.
 public final class RegistryApplication: HTTPApplication {

@@ -9,11 +9,12 @@ import TokenSealing
 /// must survive the loss of a machine (a replicated cluster, e.g. Patroni)
 /// or serve from many `registryd` nodes at once.
 ///
-/// - Every write is one transaction on a pooled connection (`PostgresPool`:
-///   libpq on dedicated threads, never on a Swift concurrency thread), under
-///   its user's advisory lock, retried on conflicts (`writing` says why
-///   REPEATABLE READ and when SERIALIZABLE); a 2xx means its COMMIT
-///   returned success. A connection lost during COMMIT
+/// - Every write is one REPEATABLE READ transaction on a pooled connection
+///   (`PostgresPool`: libpq on dedicated threads, never on a Swift
+///   concurrency thread), run in its user's turn (`PostgresWriteQueue`)
+///   while holding the user's advisory lock, which it only tries; retried
+///   on conflicts (`writing` says why not SERIALIZABLE); a 2xx means its
+///   COMMIT returned success. A connection lost during COMMIT
 ///   is `RegistryError.unavailable` (503): the outcome is unknown, and the
 ///   client's retry with the same sequence settles it.
 /// - Reads are one statement each, on a pooled connection.

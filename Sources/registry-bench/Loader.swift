@@ -9,8 +9,8 @@ import Synchronization
 /// `registry-bench load`: writes a deterministic data set straight through
 /// the store (`importRecords`, the path `registryd import` takes) into an
 /// LMDB environment directory, or with `--postgres-url` into a PostgreSQL
-/// database (`PostgresRegistryStore.importRecords`: 500 records per
-/// SERIALIZABLE transaction, the path `registryd import --store postgres`
+/// database (`PostgresRegistryStore.importRecords`: at most 500 records per
+/// REPEATABLE READ transaction, the path `registryd import --store postgres`
 /// takes), so `tools/bench` can preload millions of devices without going
 /// through HTTP. Run it with no server on an LMDB directory (LMDB allows one
 /// writer; it would only wait).

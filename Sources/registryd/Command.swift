@@ -52,7 +52,7 @@ enum Command {
     /// `registryd help` and `registryd --help`.
     static var usage: String {
         var lines = ["usage: registryd [SUBCOMMAND] [FLAGS]", "",
-                     "A push-notification device registry: the HTTP API of API.md over an embedded LMDB store,",
+                     "A push-notification device registry: the HTTP API of docs/api.md over an embedded LMDB store,",
                      "or a PostgreSQL database that many servers share (--store postgres).", "",
                      "subcommands:"]
         var width = 0

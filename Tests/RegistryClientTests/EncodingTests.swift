@@ -2,7 +2,7 @@ import Foundation
 @testable import RegistryClient
 import Testing
 
-/// Requests as API.md spells them, answers as the queue reads them, and the
+/// Requests as docs/api.md spells them, answers as the queue reads them, and the
 /// environment rule from the README.
 @Suite struct EncodingTests {
     private func json(_ request: RegistryRequest) -> [String: Any] {

@@ -2,7 +2,7 @@ import Foundation
 import RegistryClient
 import Synchronization
 
-/// A transport that is also a small model of the server: it applies API.md's
+/// A transport that is also a small model of the server: it applies docs/api.md's
 /// rules that the client relies on (launch upsert, `pushToken: null`, token
 /// routes, sign-out, and the `sequence` verdict with tombstones), so a test
 /// can check where the server ended up, not only which requests went out.

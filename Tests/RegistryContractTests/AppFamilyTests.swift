@@ -2,7 +2,7 @@ import RegistryCore
 import RegistryTestSupport
 import Testing
 
-/// API.md v1.1 "App families": records keyed by (userId, appId, deviceId).
+/// docs/api.md "App families": records keyed by (userId, appId, deviceId).
 struct AppFamilyTests {
     private let appA = "com.example.a"
     private let appB = "com.example.b"

@@ -5,7 +5,7 @@ import Testing
 @testable import RegistryLMDB
 @testable import RegistryPostgres
 
-/// API.md v1.2 "Apps are declared by the operator": a caller cannot create
+/// docs/api.md "Apps are declared by the operator": a caller cannot create
 /// an app. A registration naming an undeclared app is refused; a delete
 /// naming one writes nothing; records of an app no longer declared stay
 /// readable by the sender, exported and swept, but take no registration.

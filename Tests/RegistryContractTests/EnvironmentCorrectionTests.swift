@@ -2,7 +2,7 @@ import RegistryCore
 import RegistryTestSupport
 import Testing
 
-/// API.md v1.1 "Environment correction": `correctEnvironment(token:environment:)`
+/// docs/api.md "Environment correction": `correctEnvironment(token:environment:)`
 /// sets a token's environment wherever it is held, with a history event each.
 struct EnvironmentCorrectionTests {
     @Test func aPushTokenTakesTheCorrectedEnvironment() async throws {

@@ -3,7 +3,7 @@ import RegistryCore
 import RegistryTestSupport
 import Testing
 
-/// API.md v1.1 "Token history": `history(userId:limit:)`, one event per token
+/// docs/api.md "Token history": `history(userId:limit:)`, one event per token
 /// that comes, changes or goes, with the reason it went.
 struct HistoryTests {
     private static let hour: Int64 = 3_600

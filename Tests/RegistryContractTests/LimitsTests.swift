@@ -3,8 +3,9 @@ import RegistryCore
 import RegistryTestSupport
 import Testing
 
-/// What one caller can store is bounded (API.md v1.1 "Limits"): activity
-/// tokens per device, tombstones per user, and ids compared as bytes.
+/// What one caller can store is bounded (docs/security.md "Limits one
+/// caller cannot exceed"): activity tokens per device, tombstones per user,
+/// and ids compared as bytes.
 struct LimitsTests {
     private func registerActivity(_ store: any RegistryStore, _ activity: String, token: Int,
                                   user: String = "alice", device: String = "d1") async throws {

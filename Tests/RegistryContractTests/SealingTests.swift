@@ -7,7 +7,7 @@ import TokenSealing
 import RegistryTestSupport
 import Testing
 
-/// API.md v1.1 "Tokens sealed at rest": no token in the data file or a
+/// docs/api.md "Tokens sealed at rest": no token in the data file or a
 /// backup, the rules still work on sealed tokens, and a registry opens only
 /// with the keys its tokens were sealed and indexed with.
 struct SealingTests {

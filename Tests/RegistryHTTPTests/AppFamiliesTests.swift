@@ -3,7 +3,7 @@ import RegistryCore
 import Testing
 @testable import RegistryHTTP
 
-/// API.md v1.1 "App families": records keyed by (user, app, device), the
+/// docs/api.md "App families": records keyed by (user, app, device), the
 /// `appId` body field and query parameter, and views that name the app.
 @Suite struct AppFamiliesTests {
     /// A v1 client names no app: every view it and the sender see says `default`.

@@ -28,7 +28,7 @@ import Testing
         Call(method: "POST", target: "/v1/activities/m1/activity-token",
              body: #"{"deviceId": "d1", "token": "\#(token(7))"}"#, ownerStatus: 200),
         Call(method: "DELETE", target: "/v1/activities/m1/activity-token?deviceId=d1", ownerStatus: 204),
-        // The same routes naming alice's app (API.md v1.1 "App families").
+        // The same routes naming alice's app (docs/api.md "App families").
         Call(method: "POST", target: "/v1/devices",
              body: #"{"deviceId": "d1", "appId": "com.acme.one", "pushToken": "\#(token(9))"}"#, ownerStatus: 200),
         Call(method: "GET", target: "/v1/devices?appId=com.acme.one", ownerStatus: 200),

@@ -3,7 +3,7 @@ import RegistryCore
 import Testing
 @testable import RegistryHTTP
 
-/// API.md v1.2 "Apps are declared by the operator", over the device API.
+/// docs/api.md "Apps are declared by the operator", over the device API.
 @Suite struct DeclaredAppsHTTPTests {
     @Test func aRegistrationNamingAnUndeclaredAppIsA400NamingAppId() async throws {
         try await Harness.with { h in

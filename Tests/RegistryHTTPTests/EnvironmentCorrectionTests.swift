@@ -2,7 +2,7 @@ import JSON
 import Testing
 @testable import RegistryHTTP
 
-/// API.md v1.1 "Environment correction": `POST /internal/v1/tokens/environment`.
+/// docs/api.md "Environment correction": `POST /internal/v1/tokens/environment`.
 @Suite struct EnvironmentCorrectionTests {
     private func correct(_ h: Harness, _ token: String, _ environment: String) async -> Reply {
         await h.send("POST", "/internal/v1/tokens/environment",

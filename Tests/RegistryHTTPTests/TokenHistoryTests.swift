@@ -2,7 +2,7 @@ import JSON
 import Testing
 @testable import RegistryHTTP
 
-/// API.md v1.1 "Token history": `GET /internal/v1/users/{userId}/history`.
+/// docs/api.md "Token history": `GET /internal/v1/users/{userId}/history`.
 @Suite struct TokenHistoryTests {
     /// SHA-256 of `token(n)`'s text, first 12 hex digits, computed outside the
     /// registry (`printf %s 0101…01 | sha256sum`).

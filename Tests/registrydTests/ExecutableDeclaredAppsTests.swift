@@ -2,7 +2,7 @@ import Foundation
 import RegistrydTestSupport
 import Testing
 
-/// `--apps` (API.md v1.2): the flag, the removed `--max-apps`, and the
+/// `--apps` (API v1.2, docs/api.md): the flag, the removed `--max-apps`, and the
 /// start-up line naming stored apps that are no longer declared.
 extension ExecutableTests {
     @Test func aBadAppsListOrTheRemovedMaxAppsStopsServeNamingTheFlag() async throws {

@@ -1,4 +1,5 @@
 -- pgbench script: the sender's lookup (GET /internal/v1/users/{u}/devices) as registryd's PostgreSQL store
--- sends it, one statement; compare -M extended (as registryd sends it) with -M prepared.
+-- sends it, one statement; compare -M extended (parsed and planned every time) with -M prepared (as
+-- registryd sends it: prepared once per connection).
 \set u random(0, 19999)
 SELECT d.user_id, d.app_id, d.device_id, d.platform, d.environment, d.os_version, d.app_version, d.created_at, d.last_seen_at, d.sequence, p.sealed, p.environment, p.updated_at, s.sealed, s.environment, s.updated_at, (SELECT count(*) FROM registry_tokens a WHERE a.user_id = d.user_id AND a.app_id = d.app_id AND a.device_id = d.device_id AND a.kind = 3) FROM registry_devices d LEFT JOIN registry_tokens p ON p.user_id = d.user_id AND p.app_id = d.app_id AND p.device_id = d.device_id AND p.kind = 1 AND p.activity_id = '' LEFT JOIN registry_tokens s ON s.user_id = d.user_id AND s.app_id = d.app_id AND s.device_id = d.device_id AND s.kind = 2 AND s.activity_id = '' WHERE d.user_id = 'u' || lpad(:u::text, 8, '0') ORDER BY d.user_id, d.last_seen_at DESC, d.app_id, d.device_id;

@@ -1,11 +1,15 @@
--- pgbench script: the statements registryd's PostgreSQL store sends for one launch upsert (a
--- re-registration with the same token), as pg_stat_statements recorded them, one round trip each.
+-- pgbench script: the statements of one launch upsert (a re-registration with the same token) on
+-- registryd's PostgreSQL store, as pg_stat_statements recorded them at c0c0b2b, one round trip each.
+-- The store reads device, tombstone and push token in one statement, and takes the key barrier
+-- and tries the user lock in one (pg_advisory_lock_shared, pg_try_advisory_lock) where this script
+-- takes pg_advisory_lock.
 -- For measuring the database side alone against the tools/bench data set of 100,000 devices, e.g.
---   pgbench -n -M extended -c 16 -j 2 -T 15 -f tools/bench-scripts/pg-upsert.sql URL   (as registryd sends them:
---                                                          unnamed statements, parsed and planned every time)
---   pgbench -n -M prepared ...                             (prepared once per connection)
+--   pgbench -n -M extended -c 16 -j 2 -T 15 -f tools/bench-scripts/pg-upsert.sql URL   (unnamed statements,
+--                                                          parsed and planned every time)
+--   pgbench -n -M prepared ...                             (prepared once per connection, as registryd does)
 -- The first SELECT only fetches the device's owner_key for the lookup the store makes by it (the store
--- computes it as an HMAC): one round trip more than registryd makes. README "Performance" has the setup.
+-- computes it as an HMAC): one round trip more than registryd makes. docs/performance.md has the
+-- setup (the pgbench runs under "Where the time goes").
 \set u random(0, 19999)
 \set d random(0, 3)
 \set now 1796300000000 + random(0, 1000000)

@@ -240,9 +240,10 @@ def main():
         prog="tools/fault-test",
         description="Runs registryd under concurrent HTTP writes with an LD_PRELOAD shim (tools/faultshim) "
                     "that makes ONE fdatasync or page write on LMDB's data.mdb fail, then checks: no write "
-                    "answered 2xx that did not commit, none after the failure, exit non-zero after EIO, "
-                    "reads still served after ENOSPC, and after a restart without the shim nothing "
-                    "acknowledged is missing and `registryd check` passes. Exit 1 on any violation.")
+                    "answered 2xx that did not commit, none after the failure, 503s with Retry-After, and a "
+                    "non-zero exit by the server itself after EIO and (by default, see --enospc-expect) "
+                    "ENOSPC; after a restart without the shim nothing acknowledged is missing and "
+                    "`registryd check` passes. Exit 1 on any violation.")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS),
                         help="run only this scenario (repeatable); default: " + ", ".join(DEFAULT_SCENARIOS))
     parser.add_argument("--writers", type=int, default=8, help="concurrent writer threads (default 8)")

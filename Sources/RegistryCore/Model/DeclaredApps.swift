@@ -1,4 +1,4 @@
-/// The apps the operator declared (`--apps`, API.md v1.2 "Apps are declared
+/// The apps the operator declared (`--apps`, docs/api.md "Apps are declared
 /// by the operator"): the only `appId`s a registration may name.
 ///
 /// Callers never create apps: with caller-chosen ids one signed-in user

@@ -1,7 +1,7 @@
 import Crypto
 import Codecs
 
-/// One entry of a user's token history (API.md v1.1 "Token history"): what
+/// One entry of a user's token history (docs/api.md "Token history"): what
 /// happened to one token of one of the user's records, and why, so an
 /// operator can answer "why did this user stop getting pushes?".
 ///

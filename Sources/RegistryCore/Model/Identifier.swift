@@ -1,6 +1,6 @@
 import Codecs
 
-/// The identifier and token rules of API.md, in one place, used by the HTTP
+/// The identifier and token rules of docs/api.md, in one place, used by the HTTP
 /// layer to validate input and by the store to normalise tokens.
 public enum Identifier {
     /// The longest `userId`, `deviceId` or `activityId`, in UTF-8 bytes.
@@ -54,7 +54,7 @@ public enum Identifier {
 
     /// The longest `appId` (a bundle identifier, the APNs topic), in bytes.
     public static let maxAppIdBytes = 155
-    /// The app of a request that names none (API.md v1.1 "App families").
+    /// The app of a request that names none (docs/api.md "App families").
     public static let defaultAppId = "default"
 
     /// An `appId`: 1–155 bytes of `[A-Za-z0-9.-]`.

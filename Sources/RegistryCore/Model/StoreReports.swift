@@ -28,7 +28,7 @@ public struct StoreStats: Hashable, Sendable {
     public var pushToStartTokens: Int
     public var activityTokens: Int
     public var tombstones: Int
-    /// Token history events kept (API.md v1.1).
+    /// Token history events kept (API v1.1, docs/api.md).
     public var historyEvents: Int
     public var mapSizeBytes: Int
     public var usedBytes: Int

@@ -1,4 +1,4 @@
-/// The rules of API.md, applied inside one command's transaction, the same
+/// The rules of docs/api.md, applied inside one command's transaction, the same
 /// on every backend; a thrown `RegistryError` discards everything the
 /// command wrote.
 /// What a request's `sequence` does against the stored record and tombstone.

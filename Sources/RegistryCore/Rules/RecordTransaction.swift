@@ -1,4 +1,4 @@
-/// What the rules of API.md need from a backend inside one write
+/// What the rules of docs/api.md need from a backend inside one write
 /// transaction: typed reads of one record and token, and writes that keep
 /// the backend's own indexes (token owners, expiry, the user's history) in
 /// step with the record they touch.

@@ -1,6 +1,6 @@
 import TokenSealing
 
-/// Tokens at rest (API.md v1.1 "Tokens sealed at rest"): every token a
+/// Tokens at rest (docs/api.md "Tokens sealed at rest"): every token a
 /// store writes is sealed here first, and every index that finds a record by
 /// its token is keyed by `ownerKey`, an HMAC under a separate key. It sits
 /// above the storage engine (it knows tokens and kinds, not LMDB), so every

@@ -1,6 +1,6 @@
-/// The rules' limits (API.md and its v1.1 and v1.2 additions), one value
-/// that every engine's configuration carries and `registryd` sets from its
-/// flags, so a default is written once.
+/// The rules' limits (docs/security.md "Limits one caller cannot exceed"),
+/// one value that every engine's configuration carries and `registryd` sets
+/// from its flags, so a default is written once.
 public struct RegistryLimits: Sendable, Equatable {
     /// Devices one user keeps per app; one more evicts the least recently seen.
     public var maxDevicesPerUser = 20

@@ -1,8 +1,8 @@
-/// Everything the HTTP layer may ask of the registry. Every rule of API.md
+/// Everything the HTTP layer may ask of the registry. Every rule of docs/api.md
 /// (one owner per token, device cap, sequence ordering, expiry) is enforced
 /// behind this protocol, so a second backend must pass the same behaviour
-/// tests (`Tests/RegistryTests` are written against this protocol and run
-/// against every backend).
+/// tests (`Tests/RegistryContractTests` are written against this protocol
+/// and run against every backend).
 ///
 /// Writes are `async`: a write that returns has been made durable (the
 /// backend's commit returned success); a write that throws changed nothing,

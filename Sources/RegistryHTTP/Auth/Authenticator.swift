@@ -5,7 +5,7 @@ import RegistryCore
 
 /// Checks the bearer credential of a request against the route's surface.
 ///
-/// 401 versus 403, as API.md says: a missing, malformed, expired or wrongly
+/// 401 versus 403, as docs/api.md says: a missing, malformed, expired or wrongly
 /// signed credential is 401; a *valid* credential of the wrong kind (a device
 /// JWT on `/internal`, the API key on `/v1`) is 403. The API key is compared
 /// in constant time; JWT verification is cached inside `JWTVerifier`, so

@@ -73,7 +73,7 @@ struct BodyFields {
         }
     }
 
-    /// `appId` (API.md v1.1 "App families"): absent or `null` is `nil`,
+    /// `appId` (docs/api.md "App families"): absent or `null` is `nil`,
     /// which a registration takes as `default`.
     func optionalAppId(_ name: String = "appId") throws(APIError) -> String? {
         guard let value = try optionalString(name) else { return nil }

@@ -5,11 +5,11 @@ import RegistryCore
 /// `/v1/...`: a device acting on its own user's records. The user is always
 /// the JWT's `sub`; another user's `deviceId` answers as a missing device.
 ///
-/// A record is (user, app, device) (API.md v1.1 "App families"): the reads
+/// A record is (user, app, device) (docs/api.md "App families"): the reads
 /// and deletes of one record take an optional `appId` query parameter
 /// (`default` when absent, as for a v1 client), and the list shows every
 /// app's records unless `?appId=` narrows it. An app the operator did not
-/// declare (API.md v1.2) is as empty: a read naming it finds nothing, a
+/// declare (API v1.2, docs/api.md) is as empty: a read naming it finds nothing, a
 /// delete changes nothing (the store refuses registrations naming it).
 extension RegistryApplication {
     func listDevices(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
@@ -59,7 +59,7 @@ extension RegistryApplication {
     }
 
     func registerActivityToken(_ call: Call) async throws -> HTTPResponse {
-        // API.md's order: the body must be JSON before fields and parameters are judged.
+        // docs/api.md's order: the body must be JSON before fields and parameters are judged.
         let fields = try BodyFields(body: call.request.body)
         let activityId = try call.parameter(FieldCheck.activityId)
         let registration = ActivityTokenRegistration(

@@ -8,7 +8,7 @@ import RegistryCore
 ///
 /// The sender's reads (a user's devices, the lookup, the activity fan-out)
 /// show every app's records unless an optional `appId` (query parameter, or
-/// body field of the lookup) narrows them (API.md v1.1 "App families").
+/// body field of the lookup) narrows them (docs/api.md "App families").
 extension RegistryApplication {
     func userDevices(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
@@ -17,7 +17,7 @@ extension RegistryApplication {
         return Self.devicesDocument(devices, Views.sender(_:into:))
     }
 
-    /// A user's token history (API.md v1.1 "Token history"), newest first;
+    /// A user's token history (docs/api.md "Token history"), newest first;
     /// `[]` for a user the registry does not know.
     func tokenHistory(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
@@ -141,7 +141,7 @@ extension RegistryApplication {
         return Self.json(200, .object([("removed", .int(Int64(removed)))]))
     }
 
-    /// APNs environment correction (API.md v1.1): the sender found `token`
+    /// APNs environment correction (API v1.1, docs/api.md): the sender found `token`
     /// works on the other APNs host; its environment is set wherever it is
     /// held, each change an `environmentCorrected` history event.
     func correctEnvironment(_ call: Call) async throws -> HTTPResponse {

@@ -5,7 +5,7 @@ import RegistryCore
 /// written straight into the response (no intermediate values: these are
 /// the hot paths of every read). The device view (device API) never carries
 /// a token; the sender view (internal API) adds them. Every view names its
-/// record's `appId` (API.md v1.1 "App families"; `default` for a v1
+/// record's `appId` (docs/api.md "App families"; `default` for a v1
 /// client), right after `deviceId`.
 enum Views {
     static func device(_ d: DeviceRecord, into w: inout JSONWriter) {

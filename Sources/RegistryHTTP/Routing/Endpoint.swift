@@ -1,7 +1,7 @@
 import HTTPServer
 import RegistryCore
 
-/// One endpoint of API.md: everything the service knows about it, in one row
+/// One endpoint of docs/api.md: everything the service knows about it, in one row
 /// of `RouteTable`. Routing, 404/405 with `Allow`, the credential check, the
 /// body rules, the metrics label and the handler all read it from here.
 struct Endpoint: Sendable {
@@ -24,7 +24,7 @@ struct Endpoint: Sendable {
             }
         }
 
-        /// API.md's body limit: 16 KiB on the device API, 1 MiB on the
+        /// docs/api.md's body limit: 16 KiB on the device API, 1 MiB on the
         /// internal API. It bounds every request on the surface, so a
         /// bodiless route still refuses a large declared body with 413.
         var maxBodyBytes: Int {

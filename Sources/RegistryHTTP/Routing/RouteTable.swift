@@ -1,4 +1,4 @@
-/// Every endpoint of API.md, one row each: label (method and path
+/// Every endpoint of docs/api.md, one row each: label (method and path
 /// template), surface, whether it takes a JSON body, and its handler.
 /// `OpenAPI/openapi.json` describes every row (and nothing else), with the
 /// row's surface as its security: `OpenAPIDocumentTests` holds the two equal.
@@ -9,7 +9,7 @@
 /// `push-to-start-token` is still readable with GET.
 enum RouteTable {
     static let endpoints: [Endpoint] = [
-        // The device API (API.md "Device API").
+        // The device API (docs/api.md "Device API").
         Endpoint("POST /v1/devices", .device, json: true, .write { try await $0.registerDevice($1) }),
         Endpoint("GET /v1/devices", .device, .read { try $0.listDevices($1, $2) }),
         Endpoint("POST /v1/devices/push-to-start-token", .device, json: true,
@@ -22,7 +22,7 @@ enum RouteTable {
                  .write { try await $0.registerActivityToken($1) }),
         Endpoint("DELETE /v1/activities/{activityId}/activity-token", .device,
                  .write { try await $0.removeActivityToken($1) }),
-        // The internal API (API.md "Internal API", and v1.1's token history and environment correction).
+        // The internal API (docs/api.md "Internal API", "Token history" and "Environment correction").
         Endpoint("GET /internal/v1/users/{userId}/devices", .internal, .read { try $0.userDevices($1, $2) }),
         Endpoint("GET /internal/v1/users/{userId}/history", .internal, .read { try $0.tokenHistory($1, $2) }),
         Endpoint("POST /internal/v1/users/lookup", .internal, json: true, .read { try $0.lookupUsers($1, $2) }),

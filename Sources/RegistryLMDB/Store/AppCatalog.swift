@@ -2,7 +2,7 @@ import RegistryCore
 import LMDB
 import Synchronization
 
-/// App families (API.md v1.1): record keys carry a short code for the app
+/// App families (API v1.1, docs/api.md): record keys carry a short code for the app
 /// ("0", "1", …) instead of its `appId`, because an `appId` is up to 155
 /// bytes and (activity, user, app, device) with the full ids would pass
 /// LMDB's 511-byte key limit. The `apps` database maps each `appId` to its

@@ -5,7 +5,7 @@ import LMDB
 import Synchronization
 import TokenSealing
 
-/// The registry on one LMDB environment: every rule of API.md, reads in
+/// The registry on one LMDB environment: every rule of docs/api.md, reads in
 /// short read transactions on the caller's thread, writes through one
 /// group-commit writer thread, durable (fsync) before any write returns.
 ///

@@ -28,7 +28,7 @@ enum ServeCommand: Subcommand {
     static let help = CommandHelp(
         name: "serve", synopsis: "[FLAGS]", tagline: "serve the HTTP API (the default)",
         summary: """
-            Serves the HTTP API of API.md on --listen, with the registry in --data-dir (created on
+            Serves the HTTP API of docs/api.md on --listen, with the registry in --data-dir (created on
             first start, with generated secrets in DIR/secrets/ unless key files are given), and
             sweeps expired records every --sweep-interval. One server per LMDB data directory:
             a second serve on it exits 2 naming the pid that holds it. SIGTERM or SIGINT drain

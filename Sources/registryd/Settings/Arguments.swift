@@ -1,7 +1,7 @@
 import Foundation
 
 /// A subcommand's flags and the `REGISTRY_*` environment, resolved the way
-/// API.md says: a flag beats its environment variable. Flags are
+/// docs/configuration.md says: a flag beats its environment variable. Flags are
 /// `--name value` or `--name=value`; switches (`--json`) take no value.
 struct Arguments {
     /// A bad command line or value: printed as one line, exit status 2.

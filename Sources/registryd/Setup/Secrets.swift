@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 
 /// Secret and key files: read as bytes with one trailing newline removed
-/// (API.md), or generated on first start under `DATA_DIR/secrets/` with mode
+/// (docs/api.md), or generated on first start under `DATA_DIR/secrets/` with mode
 /// 0600 (the directory 0700). Generated secrets are 32 random bytes written as
 /// 64 hex characters and a newline, so they can be pasted into a client.
 ///

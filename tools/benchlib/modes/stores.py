@@ -16,16 +16,16 @@ from ..postgres import Postgres, delta
 from ..report import commas, median
 from ..run import log
 
-# django-push-notifications' durable upserts/s on PostgreSQL 15 on these machines: the figure the
-# issue that asked for --store postgres gives (the launch upsert's goal on PostgreSQL is 10 times it).
+# django-push-notifications' durable upserts/s on PostgreSQL 15 on these machines, quoted (no script
+# here measures it): the launch upsert's goal on PostgreSQL is 10 times it.
 DJANGO_UPSERTS = 240
 WRITE_WORKLOADS = ("upsert-mix", "reregister-hs256", "reregister-rs256", "reregister-es256")
 COUNTER_WAIT = 11   # seconds until idle connections have handed their counters over
 
 NOTES = f"""- Medians over the rounds; the range is the lowest and highest round. "÷ LMDB" above 1 means that store
   serves more requests per second than LMDB. "÷ {DJANGO_UPSERTS}/s" (upsert workloads only) compares with
-  django-push-notifications' {DJANGO_UPSERTS} durable upserts/s on PostgreSQL 15 on these machines, the figure the
-  issue gives; the launch upsert's goal on PostgreSQL is 10 times it.
+  django-push-notifications' {DJANGO_UPSERTS} durable upserts/s on PostgreSQL 15 on these machines (a quoted
+  figure, not measured here); the launch upsert's goal on PostgreSQL is 10 times it.
 - Every write is durable before its 2xx: LMDB fsyncs each group commit; PostgreSQL commits each write as
   its own transaction with fsync and synchronous_commit on (concurrent commits may share one WAL flush).
 """
