@@ -43,7 +43,7 @@ struct IndexConsistencyTests {
         // Every record went; the history keeps why (the sweep's `expired` events among them).
         let stats = try await s.stats()
         #expect(stats == StoreStats(devices: 0, pushTokens: 0, pushToStartTokens: 0, activityTokens: 0, tombstones: 0,
-                                    historyEvents: stats.historyEvents, mapSizeBytes: stats.mapSizeBytes,
+                                    historyEvents: stats.historyEvents, reservedBytes: stats.reservedBytes,
                                     usedBytes: stats.usedBytes, lastSweepAt: f.clock.now()))
         #expect(stats.historyEvents > 0)
     }

@@ -63,7 +63,7 @@ struct DurabilityTests {
         }
         let stats = try await store.stats()
         #expect(stats.devices == 100_000 && stats.pushTokens == 100_000)
-        #expect(stats.mapSizeBytes > 1 << 20 && stats.usedBytes <= stats.mapSizeBytes)
+        #expect(stats.reservedBytes > 1 << 20 && stats.usedBytes <= stats.reservedBytes)
         #expect(try await store.device(userId: "user-99-999", deviceId: "device")?.pushToken?.token == apnsToken(99_999))
     }
 

@@ -30,19 +30,23 @@ public struct StoreStats: Hashable, Sendable {
     public var tombstones: Int
     /// Token history events kept (API v1.1, docs/api.md).
     public var historyEvents: Int
-    public var mapSizeBytes: Int
+    /// Bytes the store has reserved for its data: LMDB's map size (what it
+    /// can hold before the map grows), PostgreSQL's database size. The API
+    /// calls it `mapSizeBytes`.
+    public var reservedBytes: Int
+    /// Bytes of `reservedBytes` holding data (on PostgreSQL, all of them).
     public var usedBytes: Int
     public var lastSweepAt: Timestamp?
 
     public init(devices: Int, pushTokens: Int, pushToStartTokens: Int, activityTokens: Int,
-                tombstones: Int, historyEvents: Int = 0, mapSizeBytes: Int, usedBytes: Int, lastSweepAt: Timestamp?) {
+                tombstones: Int, historyEvents: Int = 0, reservedBytes: Int, usedBytes: Int, lastSweepAt: Timestamp?) {
         self.historyEvents = historyEvents
         self.devices = devices
         self.pushTokens = pushTokens
         self.pushToStartTokens = pushToStartTokens
         self.activityTokens = activityTokens
         self.tombstones = tombstones
-        self.mapSizeBytes = mapSizeBytes
+        self.reservedBytes = reservedBytes
         self.usedBytes = usedBytes
         self.lastSweepAt = lastSweepAt
     }

@@ -14,7 +14,7 @@ public enum StatsDocument {
                 ("tombstones", .int(Int64(s.tombstones))),
                 ("pushTokens", .int(Int64(s.pushTokens))),
             ])),
-            ("mapSizeBytes", .int(Int64(s.mapSizeBytes))),
+            ("mapSizeBytes", .int(Int64(s.reservedBytes))),
             ("usedBytes", .int(Int64(s.usedBytes))),
             ("lastSweepAt", s.lastSweepAt.map { .string(RFC3339.format($0)) } ?? .null),
         ])

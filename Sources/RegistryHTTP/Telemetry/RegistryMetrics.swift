@@ -135,9 +135,9 @@ public final class RegistryMetrics: Sendable {
                               samples: [("activityTokens", stats.activityTokens), ("devices", stats.devices),
                                         ("pushToStartTokens", stats.pushToStartTokens), ("pushTokens", stats.pushTokens),
                                         ("tombstones", stats.tombstones)].map { ($0.0, Double($0.1)) }, into: &out)
-        PrometheusText.family("registry_storage_map_size_bytes", type: "gauge", help: "Size of the LMDB memory map.",
-                              samples: [("", Double(stats.mapSizeBytes))], into: &out)
-        PrometheusText.family("registry_storage_used_bytes", type: "gauge", help: "Bytes of the map in use.",
+        PrometheusText.family("registry_storage_map_size_bytes", type: "gauge", help: "Bytes the store has reserved: LMDB's map size, PostgreSQL's database size.",
+                              samples: [("", Double(stats.reservedBytes))], into: &out)
+        PrometheusText.family("registry_storage_used_bytes", type: "gauge", help: "Bytes of those in use (PostgreSQL: the database size).",
                               samples: [("", Double(stats.usedBytes))], into: &out)
         PrometheusText.family("registry_sweep_last_timestamp_seconds", type: "gauge",
                               help: "When the last sweep finished, seconds since the epoch (0: never).",

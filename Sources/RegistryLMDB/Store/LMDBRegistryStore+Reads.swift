@@ -102,7 +102,7 @@ extension LMDBRegistryStore {
             activityTokens: try txn.count(in: schema.activityTokens),
             tombstones: try txn.count(in: schema.tombstones),
             historyEvents: try txn.count(in: schema.history),
-            mapSizeBytes: info.mapSizeBytes, usedBytes: info.usedBytes, lastSweepAt: lastSweep)
+            reservedBytes: info.mapSizeBytes, usedBytes: info.usedBytes, lastSweepAt: lastSweep)
     }
 
     /// The registry's counts without its token keys (they open no token):

@@ -162,11 +162,11 @@ struct PostgresReads: RegistryReads {
         if let bytes = try r.bytes(0, 7), let text = String(validating: bytes, as: UTF8.self), let ms = Int64(text) {
             lastSweep = Timestamp(milliseconds: ms)
         }
-        // No map: the database's size is both what is used and what is "mapped".
+        // No map: the database's size is both what is reserved and what is used.
         let size = try count(6)
         return StoreStats(devices: try count(0), pushTokens: try count(1), pushToStartTokens: try count(2),
                           activityTokens: try count(3), tombstones: try count(4), historyEvents: try count(5),
-                          mapSizeBytes: size, usedBytes: size, lastSweepAt: lastSweep)
+                          reservedBytes: size, usedBytes: size, lastSweepAt: lastSweep)
     }
 
     /// The read that brought this connection is the reachability check;

@@ -66,7 +66,7 @@ enum StatsCommand: OperatorCommand {
                 pushToStartTokens  \(stats.pushToStartTokens)
                 activityTokens     \(stats.activityTokens)
                 tombstones         \(stats.tombstones)
-                mapSizeBytes       \(stats.mapSizeBytes)
+                mapSizeBytes       \(stats.reservedBytes)
                 usedBytes          \(stats.usedBytes)
                 lastSweepAt        \(stats.lastSweepAt.map(RFC3339.format) ?? "never")
                 """)
