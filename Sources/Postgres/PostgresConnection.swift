@@ -207,11 +207,19 @@ public final class PostgresConnection {
     /// answers with an error rolled back (rethrown; 40001 may come here);
     /// a COMMIT answered with ROLLBACK (the body swallowed an error) throws
     /// `.transactionAborted`; a connection lost while COMMIT was in flight
-    /// throws `.commitOutcomeUnknown`. No retries here:
-    /// `PostgresPool.transaction` retries.
+    /// throws `.commitOutcomeUnknown`. No retries here: see
+    /// `retryingTransaction` and `PostgresPool.transaction`.
     public func transaction<T>(isolation: PostgresIsolation = .serializable,
                                _ body: (PostgresConnection) throws -> T) throws -> T {
         try transaction(isolation: isolation, opening: nil) { connection, _ in try body(connection) }
+    }
+
+    /// `transaction`, run again on this connection after a conflict
+    /// (`PostgresRetry`, without reconnecting): for work that holds its
+    /// connection, and a session lock on it, across transactions.
+    public func retryingTransaction<T>(isolation: PostgresIsolation,
+                                       _ body: (PostgresConnection) throws -> T) throws -> T {
+        try PostgresRetry(reconnecting: false).runBlocking { try transaction(isolation: isolation, body) }
     }
 
     /// `transaction(isolation:_:)` whose first statement, `opening` (no

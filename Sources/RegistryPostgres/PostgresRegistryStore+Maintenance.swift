@@ -110,7 +110,7 @@ extension PostgresRegistryStore {
         let vault = sealingKeys.current, barrier = locks.keyBarrier
         try await translatingErrors {
             try await pool.withConnection { connection in
-                try PostgresSweep.retrying(connection) { connection in
+                try connection.retryingTransaction(isolation: .repeatableRead) { connection in
                     try connection.advisoryTransactionLock(barrier)
                     let check = PostgresSchema.Meta.sealingKeyCheck + String(vault.ring.currentKeyID)
                     if try PostgresMeta.value(check, connection) == nil { try PostgresMeta.insert(check, vault.keyCheck(), connection) }

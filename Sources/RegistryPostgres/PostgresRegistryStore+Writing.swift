@@ -30,11 +30,10 @@ extension PostgresRegistryStore {
     /// a concurrent update (40001); two users claiming a new token at once
     /// meet on the unique owner key (23505). Both run again.
     ///
-    /// Retried: 40001, 40P01, 23505 (ten attempts, jittered pauses), a user
-    /// lock held elsewhere (up to `userLockAttempts` tries), and a connection
-    /// that broke before COMMIT was sent (twice). Never retried: a COMMIT
-    /// whose outcome is unknown (503; the client's retry with its sequence
-    /// settles it).
+    /// Retried: what `PostgresRetry` retries, 23505 included, and a user
+    /// lock held elsewhere (up to `userLockAttempts` tries). Never retried:
+    /// a COMMIT whose outcome is unknown (503; the client's retry with its
+    /// sequence settles it).
     package var limits: RegistryLimits { configuration.limits }
 
     package func writing<T: Sendable>(user: String? = nil,
@@ -48,42 +47,38 @@ extension PostgresRegistryStore {
             onCommit?(CommitBatchReport(commands: 1, succeeded: succeeded, seconds: (ContinuousClock.now - began).inSeconds))
         }
         let userLock = user.map(locks.user)
-        var conflicts = 0, reconnects = 0, userLockTries = 0
+        var userLockTries = 0
         while true {
+            let value: T?
             do {
-                let value = try await pool.withConnection { connection -> T? in
-                    try Self.holding(barrier: barrier, user: userLock, connection) {
-                        try connection.transaction(isolation: .repeatableRead, opening: Self.announcedKeyQuery) { connection, opened in
-                            let announced = try opened.flatMap { $0.rowCount == 1 ? try $0.bytes(0, 0)?.first : nil }
-                            let vault = keys.forWriting(announced: announced) { ring in
-                                try PostgresMeta.verifySealingKeys(ring, connection)
+                value = try await PostgresRetry(retryingUniqueViolations: true).run {
+                    try await pool.withConnection { connection -> T? in
+                        try Self.holding(barrier: barrier, user: userLock, connection) {
+                            try connection.transaction(isolation: .repeatableRead, opening: Self.announcedKeyQuery) { connection, opened in
+                                let announced = try opened.flatMap { $0.rowCount == 1 ? try $0.bytes(0, 0)?.first : nil }
+                                let vault = keys.forWriting(announced: announced) { ring in
+                                    try PostgresMeta.verifySealingKeys(ring, connection)
+                                }
+                                return try body(PostgresRecordWriter(connection: connection, vault: vault, apps: apps, now: clock.now()))
                             }
-                            return try body(PostgresRecordWriter(connection: connection, vault: vault, apps: apps, now: clock.now()))
                         }
                     }
                 }
-                guard let value else {
-                    userLockTries += 1
-                    guard userLockTries < Self.userLockAttempts else {
-                        throw RegistryError.unavailable(reason: "overloaded: another node held the user's lock for every try")
-                    }
-                    try await Task.sleep(for: .milliseconds(min(32, 1 << min(userLockTries, 5))))
-                    continue
-                }
-                report(true)
-                return value
-            } catch let error as PostgresError where (error.isSerializationFailure || error.isUniqueViolation()) && conflicts < 9 {
-                conflicts += 1
-                try await Task.sleep(for: .microseconds(Int.random(in: 0...min(100, 1 << min(conflicts, 7)) * 1_000)))
-            } catch let error as PostgresError where error.failedBeforeCommit && reconnects < 2 {
-                reconnects += 1
-                try await Task.sleep(for: .milliseconds(Int.random(in: 100...200) * reconnects))
             } catch let error as PostgresError {
                 report(false)
                 throw RegistryError.unavailable(reason: error.description)
             } catch let unknown as UnknownSealingKey {
                 throw unknown.unavailable
             }
+            if let value {
+                report(true)
+                return value
+            }
+            userLockTries += 1
+            guard userLockTries < Self.userLockAttempts else {
+                throw RegistryError.unavailable(reason: "overloaded: another node held the user's lock for every try")
+            }
+            try await Task.sleep(for: .milliseconds(min(32, 1 << min(userLockTries, 5))))
         }
     }
 

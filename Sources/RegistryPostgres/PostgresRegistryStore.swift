@@ -89,7 +89,7 @@ public final class PostgresRegistryStore: RuleStore, Service {
         }
         let vault = sealingKeys.current
         // SERIALIZABLE: nodes starting together insert the same meta rows; one commits, the other sees them.
-        cursorSecret = try PostgresSweep.retrying(connection, isolation: .serializable) { try PostgresMeta.check($0, vault) }
+        cursorSecret = try connection.retryingTransaction(isolation: .serializable) { try PostgresMeta.check($0, vault) }
         locks = PostgresLocks(schema: try connection.query("SELECT current_schema()").string(0, 0) ?? "")
         try PostgresTokenBinding.run(connection, vault, lock: locks.binding)
         queue = PostgresWriteQueue(maxPending: configuration.maxPendingWrites,
@@ -140,26 +140,20 @@ public final class PostgresRegistryStore: RuleStore, Service {
     // MARK: Reads
 
     /// A read that finds its connection broken (a failover, a restart) runs
-    /// again on a new one, twice at most; reads change nothing.
+    /// again on a new one (`PostgresRetry`); reads change nothing.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T) async throws -> T {
         let keys = sealingKeys, apps = self.apps, secret = cursorSecret
-        var attempts = 0
         return try await translatingErrors {
-            while true {
-                attempts += 1
-                do {
-                    return try await pool.withConnection { connection in
-                        do {
-                            return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
-                                                          cursorSecret: secret))
-                        } catch let unknown as UnknownSealingKey
-                                    where keys.reload(toKnow: unknown.keyID, checks: { try PostgresMeta.verifySealingKeys($0, connection) }) {
-                            return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
-                                                          cursorSecret: secret))
-                        }
+            try await PostgresRetry().run {
+                try await pool.withConnection { connection in
+                    do {
+                        return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
+                                                      cursorSecret: secret))
+                    } catch let unknown as UnknownSealingKey
+                                where keys.reload(toKnow: unknown.keyID, checks: { try PostgresMeta.verifySealingKeys($0, connection) }) {
+                        return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
+                                                      cursorSecret: secret))
                     }
-                } catch let error as PostgresError where error.failedBeforeCommit && attempts < 3 {
-                    try await Task.sleep(for: .milliseconds(50 * attempts))
                 }
             }
         }

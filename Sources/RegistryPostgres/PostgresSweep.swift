@@ -43,8 +43,11 @@ struct PostgresSweep: Sendable {
     }
 
     /// Deletes everything expired, batch by batch, each batch one
-    /// transaction (retried on a serialization failure), then
-    /// records the sweep's time. Stops between batches once `cancelled`.
+    /// transaction, then records the sweep's time. Stops between batches
+    /// once `cancelled`. A batch is REPEATABLE READ, like a write (see
+    /// `PostgresRegistryStore.writing`): a device it deletes that its user's
+    /// write touched meanwhile is a conflict, and the batch runs again on a
+    /// fresh snapshot (`retryingTransaction`).
     func run(_ connection: PostgresConnection, cancelled: CancelFlag,
              writer: () -> PostgresRecordWriter) throws -> SweepCounts {
         var total = SweepCounts()
@@ -57,12 +60,12 @@ struct PostgresSweep: Sendable {
                 if cancelled.isSet { return total }
                 let began = ContinuousClock.now
                 let counts: SweepCounts
-                (counts, done) = try Self.retrying(connection) { _ in try step(writer()) }
+                (counts, done) = try connection.retryingTransaction(isolation: .repeatableRead) { _ in try step(writer()) }
                 onBatch?(SweepBatchReport(dryRun: false, seconds: (ContinuousClock.now - began).inSeconds, counts: counts))
                 total = total + counts
             }
         }
-        try Self.retrying(connection) { connection in
+        try connection.retryingTransaction(isolation: .repeatableRead) { connection in
             try PostgresMeta.put(PostgresSchema.Meta.lastSweepAt, Array(String(writer().now.milliseconds).utf8), connection)
         }
         return total
@@ -107,25 +110,6 @@ struct PostgresSweep: Sendable {
                 SELECT user_id, at, counter FROM registry_history WHERE at <= $1 LIMIT $2)
             """, [.int64(deviceCutoff.milliseconds), .int64(Int64(batchSize))])
         return (SweepCounts(), r.affectedRows < batchSize)
-    }
-
-    /// One transaction on `connection`, run again (up to ten times, with a
-    /// short random pause) when the server rolled it back for a
-    /// serialization failure or deadlock. A sweep step is REPEATABLE READ,
-    /// like a write (see `PostgresRegistryStore.writing`): a device it
-    /// deletes that its user's write touched meanwhile is a conflict, and
-    /// the step runs again on a fresh snapshot.
-    static func retrying<T>(_ connection: PostgresConnection, isolation: PostgresIsolation = .repeatableRead,
-                            _ body: (PostgresConnection) throws -> T) throws -> T {
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                return try connection.transaction(isolation: isolation, body)
-            } catch let error as PostgresError where error.isSerializationFailure && attempt < 10 {
-                Thread.sleep(forTimeInterval: Double.random(in: 0...Double(min(100, 1 << attempt)) / 1_000))
-            }
-        }
     }
 }
 

@@ -14,7 +14,7 @@ enum PostgresTokenBinding {
 
     static func run(_ connection: PostgresConnection, _ vault: TokenVault, lock: Int64) throws {
         if try PostgresMeta.value(PostgresSchema.Meta.sealedValuesBound, connection) != nil { return }
-        while try !PostgresSweep.retrying(connection, { try step($0, vault, lock: lock) }) {}
+        while try !connection.retryingTransaction(isolation: .repeatableRead, { try step($0, vault, lock: lock) }) {}
     }
 
     /// One batch; true once none is left.
