@@ -18,7 +18,7 @@ package struct TokenSlot: Hashable, Sendable {
     package let bytes: [UInt8]
 
     /// The slot of a value stored under `key` in `kind`'s database (LMDB).
-    package init(_ kind: TokenKind, key: some Collection<UInt8>) {
+    package init(_ kind: TokenKind, key: [UInt8]) {
         self.kind = kind
         var bytes = [kind.rawValue]
         bytes.append(contentsOf: key)

@@ -38,23 +38,30 @@ public struct TokenVault: Sendable {
         return sealer.seal(Array(token.utf8), context: slot.bytes)
     }
 
-    package func open(_ sealed: some Collection<UInt8>, in slot: TokenSlot) throws -> String {
+    // The sealed bytes are a concrete type, not a generic collection: the
+    // stores call these from their own modules on every read, where a
+    // generic would run unspecialized.
+    package func open(_ sealed: ArraySlice<UInt8>, in slot: TokenSlot) throws -> String {
         try open(sealed, context: slot.bytes, format: TokenSealer.formatVersion)
+    }
+
+    package func open(_ sealed: [UInt8], in slot: TokenSlot) throws -> String {
+        try open(sealed[...], in: slot)
     }
 
     /// A value sealed before values were bound to their record (format 1,
     /// its kind as the context): only the migration that seals it again
     /// opens one.
-    package func openUnbound(_ sealed: some Collection<UInt8>, _ kind: TokenKind) throws -> String {
+    package func openUnbound(_ sealed: ArraySlice<UInt8>, _ kind: TokenKind) throws -> String {
         try open(sealed, context: Self.contexts[Int(kind.rawValue)], format: 1)
     }
 
-    private func open(_ sealed: some Collection<UInt8>, context: [UInt8], format: UInt8) throws -> String {
+    private func open(_ sealed: ArraySlice<UInt8>, context: [UInt8], format: UInt8) throws -> String {
         do {
             // Straight from the stored value's bytes, without copying them.
-            let opened = try sealed.withContiguousStorageIfAvailable { bytes in
-                try sealer.open(UnsafeRawBufferPointer(bytes), context: context, format: format)
-            } ?? sealer.open(Array(sealed), context: context, format: format)
+            let opened = try sealed.withUnsafeBytes { bytes in
+                try sealer.open(bytes, context: context, format: format)
+            }
             guard let text = String(validating: opened, as: UTF8.self) else {
                 throw StoredValueError(what: "token", reason: "sealed bytes are not UTF-8")
             }
@@ -67,7 +74,7 @@ public struct TokenVault: Sendable {
 
     /// Whether `sealed` is a value sealed before values were bound to their
     /// record (the migration seals those again).
-    package func isUnbound(_ sealed: some Collection<UInt8>) -> Bool {
+    package func isUnbound(_ sealed: ArraySlice<UInt8>) -> Bool {
         sealer.format(of: Array(sealed)) == 1
     }
 
@@ -78,8 +85,8 @@ public struct TokenVault: Sendable {
     }
 
     /// The sealing key id a stored value was sealed under (rotation).
-    package func keyID(of sealed: some Collection<UInt8>) -> UInt8? {
-        sealer.keyID(of: Array(sealed))
+    package func keyID(of sealed: ArraySlice<UInt8>) -> UInt8? {
+        sealed.withUnsafeBytes { sealer.keyID(of: $0) }
     }
 
     /// A check value sealed under the current key: `meta` keeps one per

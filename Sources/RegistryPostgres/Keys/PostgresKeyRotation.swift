@@ -22,7 +22,7 @@ enum PostgresKeyRotation {
                                          .text(try r.string(row, 4) ?? "")]
             last = key
             guard let kind = TokenKind(rawValue: UInt8(clamping: try r.int64(row, 3) ?? 0)),
-                  let sealed = try r.bytes(row, 5), vault.keyID(of: sealed) != vault.ring.currentKeyID else { continue }
+                  let sealed = try r.bytes(row, 5), vault.keyID(of: sealed[...]) != vault.ring.currentKeyID else { continue }
             let slot = TokenSlot(kind, try PostgresRows.holder(r, row, from: 0, activity: kind == .activity ? 4 : nil))
             let token = try vault.open(sealed, in: slot)
             try connection.query("""

@@ -35,7 +35,7 @@ enum PostgresTokenBinding {
                 throw StoredValueError(what: "token row", reason: "no kind or sealed value")
             }
             let holder = try PostgresRows.holder(r, row, from: 0, activity: kind == .activity ? 4 : nil)
-            let token = try vault.openUnbound(sealed, kind)
+            let token = try vault.openUnbound(sealed[...], kind)
             try connection.query("""
                 UPDATE registry_tokens SET sealed = $6
                 WHERE user_id = $1 AND app_id = $2 AND device_id = $3 AND kind = $4 AND activity_id = $5
