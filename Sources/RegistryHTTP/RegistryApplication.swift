@@ -26,10 +26,13 @@ public final class RegistryApplication: HTTPApplication {
     let metrics: RegistryMetrics
     let logger: Logger
     let configuration: Configuration
+    /// The notification routes' parts; `nil` when no APNs key is configured.
+    let delivery: DeliveryRoutes?
 
     public init(store: any RegistryStore, authenticator: Authenticator, metrics: RegistryMetrics,
-                logger: Logger, configuration: Configuration = Configuration()) {
+                logger: Logger, configuration: Configuration = Configuration(), delivery: DeliveryRoutes? = nil) {
         self.store = store
+        self.delivery = delivery
         self.authenticator = authenticator
         self.metrics = metrics
         self.logger = logger
@@ -140,6 +143,10 @@ public final class RegistryApplication: HTTPApplication {
         switch error {
         case let error as APIError:
             return error.response
+        case DeliveryError.idempotencyKeyReused:
+            return APIError.idempotencyKeyReused.response
+        case DeliveryError.notFound:
+            return APIError.notificationNotFound.response
         case let error as RegistryError:
             if case .unavailable(let reason) = error {
                 logger.error("storage_unavailable", [("route", .string(call.endpoint.label)), ("reason", .string(reason))])

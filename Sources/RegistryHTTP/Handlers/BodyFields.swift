@@ -22,11 +22,12 @@ struct BodyFields {
         self.object = object
     }
 
-    private init(object: JSONObject) { self.object = object }
+    /// A nested object's members (a body's `target`, say).
+    init(_ object: JSONObject) { self.object = object }
 
     /// An optional body: empty means `{}`.
     init(optionalBody body: [UInt8]) throws(APIError) {
-        if body.isEmpty { self.init(object: JSONObject()) } else { try self.init(body: body) }
+        if body.isEmpty { self.init(JSONObject()) } else { try self.init(body: body) }
     }
 
     /// Present-and-not-null, present-null, or absent.

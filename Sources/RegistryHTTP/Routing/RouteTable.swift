@@ -30,6 +30,11 @@ enum RouteTable {
         Endpoint("POST /internal/v1/feedback", .internal, json: true, .write { try await $0.feedback($1) }),
         Endpoint("POST /internal/v1/tokens/environment", .internal, json: true,
                  .write { try await $0.correctEnvironment($1) }),
+        // Delivery through APNs (docs/api.md "Delivery").
+        Endpoint("POST /internal/v1/notifications", .internal, json: true, .write { try await $0.acceptNotification($1) }),
+        Endpoint("GET /internal/v1/notifications/{notificationId}", .internal, .write { try await $0.showNotification($1) }),
+        Endpoint("DELETE /internal/v1/notifications/{notificationId}", .internal,
+                 .write { try await $0.cancelNotification($1) }),
         Endpoint("POST /internal/v1/sweep", .internal, json: true, .write { try await $0.sweep($1) }),
         Endpoint("GET /internal/v1/stats", .internal, .read { try $0.stats($1, $2) }),
         Endpoint("GET /metrics", .internal, .read { try $0.prometheusMetrics($1, $2) }),

@@ -29,8 +29,12 @@ public final class RegistryMetrics: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The sender's observations (`DeliveryObserver`), rendered with the rest.
+    public let delivery = DeliveryMetrics()
 
     public init() {}
+
+    func recordNotificationAccepted(deliveries: Int) { delivery.accepted(deliveries: deliveries) }
 
     public func recordRequest(route: String, status: Int, seconds: Double) {
         state.withLock { s in
@@ -124,6 +128,7 @@ public final class RegistryMetrics: Sendable {
         PrometheusText.family("registry_unreadable_tokens_total", type: "counter",
                               help: "Stored tokens left out of a fan-out because their sealed value does not open (damage; registryd check names them).",
                               samples: [("", Double(s.unreadableTokens))], into: &out)
+        delivery.render(into: &out)
         if let stats {
             renderStore(stats, into: &out)
         }

@@ -58,6 +58,7 @@ public final class LMDBRegistryStore: RuleStore, RegistryReads, Service {
     let configuration: Configuration
     let environment: Environment
     let schema: Schema
+    let deliverySchema: DeliverySchema
     let sealingKeys: SealingKeys
     var vault: TokenVault { sealingKeys.current }
     let apps: AppCatalog
@@ -82,6 +83,7 @@ public final class LMDBRegistryStore: RuleStore, RegistryReads, Service {
                 try environment.write { txn in _ = try txn.delete(Schema.MetaKey.compactionPending, in: schema.meta) }
             }
             self.schema = schema
+            deliverySchema = try DeliverySchema(environment)
             apps = AppCatalog(apps: schema.apps, declared: configuration.limits.apps)
             cursorSecret = try environment.write { txn in try Self.checkMeta(txn, schema, vault) }
         } catch {

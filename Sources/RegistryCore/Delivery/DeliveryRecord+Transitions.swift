@@ -1,0 +1,42 @@
+/// The registry's own reasons (APNs' are its `reason` strings).
+public enum DeliveryReason {
+    /// The holder signed out, or its token was removed, before the delivery was sent.
+    public static let tokenRemoved = "token_removed"
+    /// The token is an FCM token; the registry sends through APNs only.
+    public static let platformNotConfigured = "platform_not_configured"
+    /// Claimed by a sender that stopped (or died) before it knew the outcome.
+    public static let senderStopped = "sender_stopped"
+}
+
+extension DeliveryRecord {
+    /// Claimed for sending with the holder's `token` as it is now (its
+    /// environment and fingerprint may have changed since it was accepted).
+    package mutating func claim(_ token: TokenValue, now: Timestamp) {
+        state = .sending
+        claimedAt = now
+        environment = token.environment
+        tokenFingerprint = HistoryEvent.fingerprint(of: token.token)
+    }
+
+    /// Applies a sender's settlement to a `sending` delivery (every engine the same way).
+    package mutating func settle(_ settlement: DeliverySettlement, now: Timestamp) {
+        state = settlement.state
+        status = settlement.status
+        reason = settlement.reason
+        environment = settlement.environment
+        attempts += settlement.requests
+        if settlement.retried { retries += 1 }
+        tokenFingerprint = settlement.tokenFingerprint
+        updatedAt = now
+        claimedAt = nil
+        if settlement.state == .queued, let notBefore = settlement.notBefore { self.notBefore = notBefore }
+    }
+
+    /// A claim nobody will settle: its outcome is unknown, and it is never sent again.
+    package mutating func abandon(now: Timestamp) {
+        state = .unknown
+        reason = DeliveryReason.senderStopped
+        updatedAt = now
+        claimedAt = nil
+    }
+}

@@ -1,0 +1,66 @@
+/// The delivery queue a store keeps beside the registry (docs/delivery.md):
+/// notifications and their deliveries, durable like every other write (a
+/// call that returns has committed).
+///
+/// Each engine keeps it in its own storage (LMDB: databases of the same
+/// environment; PostgreSQL: tables, claimed with `FOR UPDATE SKIP LOCKED` so
+/// many nodes share one queue and each delivery is sent by one). The rules
+/// that decide states live in the sender (`DeliveryRules`); the store only
+/// moves deliveries between states and keeps each notification's counts in
+/// step, in the same transaction.
+public protocol DeliveryStore: Sendable {
+    /// Stores a new notification with its deliveries (their `notificationId`
+    /// is the notification's). When its idempotency key was used within 24
+    /// hours: the same digest answers `.existing` with the first notification
+    /// and stores nothing; another digest throws `DeliveryError.idempotencyKeyReused`.
+    func enqueue(_ notification: NotificationRecord, _ deliveries: [DeliveryRecord]) async throws -> EnqueueOutcome
+
+    /// `nil` when there is no such notification (or it was swept).
+    func notification(id: String) async throws -> NotificationRecord?
+
+    /// Deliveries of a notification in index order, from `index` on.
+    func deliveries(notificationId: String, from index: UInt32, limit: Int) async throws -> [DeliveryRecord]
+
+    /// Cancels every `queued` delivery of the notification; `nil` when there is none.
+    func cancel(notificationId: String) async throws -> NotificationRecord?
+
+    /// Claims up to `limit` due `queued` deliveries (oldest due first): each
+    /// becomes `sending` with the holder's token as it is now. On the way,
+    /// a due delivery past its notification's expiration becomes `expired`,
+    /// and one whose holder no longer has a token `failed` (`token_removed`).
+    func claim(limit: Int) async throws -> [ClaimedDelivery]
+
+    /// Applies the sender's decisions to claimed deliveries (one transaction).
+    /// A settlement for a delivery that is no longer `sending` (a claim that
+    /// was abandoned meanwhile) is ignored.
+    func settle(_ settlements: [DeliverySettlement]) async throws
+
+    /// `sending` deliveries claimed before `cutoff` become `unknown` (their
+    /// node died while sending). Returns how many.
+    func abandonClaims(claimedBefore cutoff: Timestamp) async throws -> Int
+
+    /// Deletes notifications created before `cutoff` whose deliveries are
+    /// all final, with their deliveries. Returns how many notifications went.
+    func sweepNotifications(createdBefore cutoff: Timestamp) async throws -> Int
+
+    func queueStats() async throws -> DeliveryQueueStats
+}
+
+public enum EnqueueOutcome: Sendable {
+    case accepted(NotificationRecord)
+    /// The idempotency key's first notification, as it is now.
+    case existing(NotificationRecord)
+}
+
+/// Why the delivery routes refused, beyond `RegistryError`.
+public enum DeliveryError: Error, Hashable, Sendable {
+    /// The idempotency key was used within 24 hours with another body.
+    case idempotencyKeyReused
+    /// No notification has this id (or it was swept).
+    case notFound
+}
+
+package extension DeliveryStore {
+    /// How long an idempotency key answers with its first notification.
+    static var idempotencyWindow: Duration { .seconds(24 * 3600) }
+}

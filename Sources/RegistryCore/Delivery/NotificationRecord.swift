@@ -1,0 +1,187 @@
+/// A stored notification: what was asked, and how far its deliveries got.
+public struct NotificationRecord: Sendable, Hashable {
+    /// A random UUID, lowercase (also the storage key).
+    public var id: String
+    public var createdAt: Timestamp
+    public var appId: String
+    public var pushType: PushType
+    public var payload: [UInt8]
+    public var priority: Int
+    public var expiration: Timestamp
+    public var collapseId: String?
+    public var idempotencyKey: String?
+    public var digest: [UInt8]
+    public var counts: DeliveryCounts
+
+    public init(id: String, createdAt: Timestamp, request: NotificationRequest, counts: DeliveryCounts) {
+        self.id = id
+        self.createdAt = createdAt
+        appId = request.appId
+        pushType = request.pushType
+        payload = request.payload
+        priority = request.priority
+        expiration = request.expiration
+        collapseId = request.collapseId
+        idempotencyKey = request.idempotencyKey
+        digest = request.digest
+        self.counts = counts
+    }
+
+    package init(id: String, createdAt: Timestamp, appId: String, pushType: PushType, payload: [UInt8], priority: Int,
+                 expiration: Timestamp, collapseId: String?, idempotencyKey: String?, digest: [UInt8], counts: DeliveryCounts) {
+        self.id = id
+        self.createdAt = createdAt
+        self.appId = appId
+        self.pushType = pushType
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseId = collapseId
+        self.idempotencyKey = idempotencyKey
+        self.digest = digest
+        self.counts = counts
+    }
+}
+
+/// Which token of which record a delivery is for. The delivery keeps the
+/// holder, not the token: the token is read again when the delivery is
+/// sent, so a device that signed out (or whose token APNs retired) in the
+/// meantime gets nothing, and no second copy of any token lies at rest.
+public struct DeliveryTarget: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        case push
+        case pushToStart
+        case activity
+    }
+
+    public var userId: String
+    public var appId: String
+    public var deviceId: String
+    public var kind: Kind
+    /// Set for `activity` only.
+    public var activityId: String?
+
+    public init(userId: String, appId: String, deviceId: String, kind: Kind, activityId: String?) {
+        self.userId = userId
+        self.appId = appId
+        self.deviceId = deviceId
+        self.kind = kind
+        self.activityId = activityId
+    }
+
+    package var tokenKind: TokenKind {
+        switch kind {
+        case .push: .push
+        case .pushToStart: .pushToStart
+        case .activity: .activity
+        }
+    }
+}
+
+/// One delivery as the API shows it (never the token).
+public struct DeliveryRecord: Sendable, Hashable {
+    public var notificationId: String
+    /// Its place in the notification (the order targets were resolved in).
+    public var index: UInt32
+    public var target: DeliveryTarget
+    public var tokenFingerprint: String
+    public var platform: Platform
+    /// The environment that answered last (at first: the token's).
+    public var environment: APNsEnvironment
+    public var state: DeliveryState
+    /// Chosen when the delivery is created; the same on every request for it.
+    public var apnsId: String
+    /// APNs' last HTTP status, if any.
+    public var status: Int?
+    /// APNs' last reason, or the registry's (`token_removed`, `platform_not_configured`, ...).
+    public var reason: String?
+    /// Every request sent for it.
+    public var attempts: Int
+    /// Claims that ended in a retryable answer (at most 3 before `failed`).
+    public var retries: Int
+    public var updatedAt: Timestamp
+    /// When a `queued` delivery may be sent (a retry waits for its backoff).
+    public var notBefore: Timestamp
+    /// When a `sending` delivery was claimed.
+    public var claimedAt: Timestamp?
+
+    public init(notificationId: String, index: UInt32, target: DeliveryTarget, tokenFingerprint: String, platform: Platform,
+                environment: APNsEnvironment, state: DeliveryState, apnsId: String, status: Int?, reason: String?,
+                attempts: Int, retries: Int, updatedAt: Timestamp, notBefore: Timestamp, claimedAt: Timestamp?) {
+        self.notificationId = notificationId
+        self.index = index
+        self.target = target
+        self.tokenFingerprint = tokenFingerprint
+        self.platform = platform
+        self.environment = environment
+        self.state = state
+        self.apnsId = apnsId
+        self.status = status
+        self.reason = reason
+        self.attempts = attempts
+        self.retries = retries
+        self.updatedAt = updatedAt
+        self.notBefore = notBefore
+        self.claimedAt = claimedAt
+    }
+}
+
+/// A delivery claimed for sending (`sending`), with what the sender needs:
+/// the holder's token as it is now, and the notification it belongs to.
+public struct ClaimedDelivery: Sendable {
+    public var delivery: DeliveryRecord
+    public var token: String
+    public var notification: NotificationRecord
+
+    public init(delivery: DeliveryRecord, token: String, notification: NotificationRecord) {
+        self.delivery = delivery
+        self.token = token
+        self.notification = notification
+    }
+}
+
+/// What the sender decided for a claimed delivery.
+public struct DeliverySettlement: Sendable, Hashable {
+    public var notificationId: String
+    public var index: UInt32
+    /// A final state, or `queued` again (a retry at `notBefore`).
+    public var state: DeliveryState
+    public var status: Int?
+    public var reason: String?
+    public var environment: APNsEnvironment
+    /// Requests sent during this claim.
+    public var requests: Int
+    /// Whether this claim ended in a retryable answer.
+    public var retried: Bool
+    public var notBefore: Timestamp?
+    /// The fingerprint of the token this claim sent to.
+    public var tokenFingerprint: String
+
+    public init(notificationId: String, index: UInt32, state: DeliveryState, status: Int?, reason: String?,
+                environment: APNsEnvironment, requests: Int, retried: Bool, notBefore: Timestamp?, tokenFingerprint: String) {
+        self.notificationId = notificationId
+        self.index = index
+        self.state = state
+        self.status = status
+        self.reason = reason
+        self.environment = environment
+        self.requests = requests
+        self.retried = retried
+        self.notBefore = notBefore
+        self.tokenFingerprint = tokenFingerprint
+    }
+}
+
+/// The queue's shape at one moment (metrics).
+public struct DeliveryQueueStats: Sendable, Hashable {
+    public var queued: Int
+    public var sending: Int
+    /// When the oldest `queued` delivery was due; nil when none is queued.
+    public var oldestDue: Timestamp?
+
+    public init(queued: Int, sending: Int, oldestDue: Timestamp?) {
+        self.queued = queued
+        self.sending = sending
+        self.oldestDue = oldestDue
+    }
+}

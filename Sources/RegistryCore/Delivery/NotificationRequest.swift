@@ -1,0 +1,60 @@
+/// Whose tokens a notification goes to, resolved to tokens when it is
+/// accepted (a token registered later is not added).
+public enum NotificationTarget: Sendable, Hashable {
+    /// The user's push tokens.
+    case user(String)
+    /// The push tokens of each of these users (at most 1,000).
+    case users([String])
+    /// The user's push-to-start tokens.
+    case pushToStart(user: String)
+    /// Every update token of the activity.
+    case activity(String)
+}
+
+/// APNs' `apns-push-type` values the registry sends.
+public enum PushType: String, Sendable, Hashable, CaseIterable {
+    case alert
+    case background
+    case liveactivity
+}
+
+/// A validated `POST /internal/v1/notifications`.
+public struct NotificationRequest: Sendable, Hashable {
+    public var target: NotificationTarget
+    public var appId: String
+    public var pushType: PushType
+    /// The payload as the registry sends it (compact JSON, at most 4,096 bytes).
+    public var payload: [UInt8]
+    /// 10, 5 or 1.
+    public var priority: Int
+    /// Past it, a delivery not yet sent becomes `expired`.
+    public var expiration: Timestamp
+    public var collapseId: String?
+    public var idempotencyKey: String?
+    /// SHA-256 of the request as received (its canonical form): a second
+    /// request with the same idempotency key is the same request exactly
+    /// when the digests match.
+    public var digest: [UInt8]
+
+    public init(target: NotificationTarget, appId: String, pushType: PushType, payload: [UInt8], priority: Int,
+                expiration: Timestamp, collapseId: String?, idempotencyKey: String?, digest: [UInt8]) {
+        self.target = target
+        self.appId = appId
+        self.pushType = pushType
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseId = collapseId
+        self.idempotencyKey = idempotencyKey
+        self.digest = digest
+    }
+
+    /// APNs' payload limit, in bytes, as sent.
+    public static let maxPayloadBytes = 4096
+    /// The most deliveries one notification may hold: a larger fan-out is
+    /// refused rather than accepted in one enormous transaction.
+    public static let maxDeliveries = 100_000
+    public static let maxCollapseIdBytes = 64
+    public static let maxIdempotencyKeyBytes = 64
+    public static let maxUserIds = 1000
+}

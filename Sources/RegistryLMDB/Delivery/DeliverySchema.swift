@@ -1,0 +1,71 @@
+import Foundation
+import LMDB
+import RegistryCore
+
+/// The delivery queue's databases, in the registry's environment. Opened by
+/// the store (not by `Schema`, which `registryd stats` opens on a backup
+/// and must not add databases to).
+///
+/// | database | key | value |
+/// | --- | --- | --- |
+/// | delivery.notifications | notification id (16 bytes) | NotificationValue |
+/// | delivery.items | notification id, index (4 bytes, big-endian) | DeliveryValue |
+/// | delivery.due | when due (8 bytes, big-endian ms), id, index | empty: `queued` deliveries |
+/// | delivery.sending | when claimed (8 bytes), id, index | empty: `sending` deliveries |
+/// | delivery.byCreation | created (8 bytes), id | empty: what the sweep walks |
+/// | delivery.idempotency | idempotency key | id, created (8 bytes) |
+struct DeliverySchema: Sendable {
+    let notifications: Database
+    let items: Database
+    let due: Database
+    let sending: Database
+    let byCreation: Database
+    let idempotency: Database
+
+    init(_ env: Environment) throws {
+        notifications = try env.openDatabase("delivery.notifications")
+        items = try env.openDatabase("delivery.items")
+        due = try env.openDatabase("delivery.due")
+        sending = try env.openDatabase("delivery.sending")
+        byCreation = try env.openDatabase("delivery.byCreation")
+        idempotency = try env.openDatabase("delivery.idempotency")
+    }
+}
+
+/// Keys of the delivery databases: fixed-width big-endian parts, so byte
+/// order is time order.
+enum DeliveryKey {
+    /// The 16 bytes of a notification id (a UUID); `nil` for anything else.
+    static func id(_ text: String) -> [UInt8]? {
+        guard let uuid = UUID(uuidString: text) else { return nil }
+        return withUnsafeBytes(of: uuid.uuid) { Array($0) }
+    }
+
+    static func text(ofID bytes: ArraySlice<UInt8>) -> String {
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: bytes.prefix(16)) }
+        return UUID(uuid: raw).uuidString.lowercased()
+    }
+
+    static func item(_ id: [UInt8], _ index: UInt32) -> [UInt8] { id + bigEndian(UInt64(index), bytes: 4) }
+
+    /// `due` and `sending`: a time, then the item's key.
+    static func timed(_ time: Timestamp, _ item: [UInt8]) -> [UInt8] {
+        bigEndian(UInt64(bitPattern: max(time.milliseconds, 0)), bytes: 8) + item
+    }
+
+    static func time(of key: [UInt8]) -> Timestamp {
+        Timestamp(milliseconds: Int64(bitPattern: key.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }))
+    }
+
+    /// The item key inside a `due` or `sending` key.
+    static func item(inTimed key: [UInt8]) -> [UInt8] { Array(key.dropFirst(8)) }
+
+    static func index(ofItem key: [UInt8]) -> UInt32 {
+        UInt32(key.suffix(4).reduce(0) { $0 << 8 | UInt64($1) })
+    }
+
+    static func bigEndian(_ value: UInt64, bytes: Int) -> [UInt8] {
+        (0..<bytes).reversed().map { UInt8(truncatingIfNeeded: value >> (UInt64($0) * 8)) }
+    }
+}

@@ -1,0 +1,241 @@
+import LMDB
+import RegistryCore
+
+/// The delivery queue on LMDB: every change goes through the writer (one
+/// group commit with the registry's writes, fsync before it returns), so a
+/// notification and all its deliveries are durable together, and a claim
+/// reads the holders' tokens in the transaction that marks them `sending`.
+extension LMDBRegistryStore: DeliveryStore {
+    public func enqueue(_ notification: NotificationRecord, _ deliveries: [DeliveryRecord]) async throws -> EnqueueOutcome {
+        guard let id = DeliveryKey.id(notification.id) else { throw DeliveryError.notFound }
+        let d = deliverySchema
+        return try await writing { w in
+            if let key = notification.idempotencyKey, let entry = try w.txn.get(Array(key.utf8), in: d.idempotency),
+               entry.count == 24, DeliveryKey.time(of: Array(entry.suffix(8))) > w.now.subtracting(Self.idempotencyWindow),
+               let first = try Self.notification(w.txn, d, Array(entry.prefix(16))) {
+                guard first.digest == notification.digest else { throw DeliveryError.idempotencyKeyReused }
+                return .existing(first)
+            }
+            try w.txn.put(notification.encoded(), for: id, in: d.notifications)
+            for delivery in deliveries {
+                let item = DeliveryKey.item(id, delivery.index)
+                try w.txn.put(delivery.encoded(), for: item, in: d.items)
+                if delivery.state == .queued { try w.txn.put([], for: DeliveryKey.timed(delivery.notBefore, item), in: d.due) }
+            }
+            try w.txn.put([], for: DeliveryKey.timed(notification.createdAt, id), in: d.byCreation)
+            if let key = notification.idempotencyKey {
+                try w.txn.put(id + DeliveryKey.bigEndian(UInt64(bitPattern: notification.createdAt.milliseconds), bytes: 8),
+                              for: Array(key.utf8), in: d.idempotency)
+            }
+            return .accepted(notification)
+        }
+    }
+
+    public func notification(id: String) async throws -> NotificationRecord? {
+        guard let key = DeliveryKey.id(id) else { return nil }
+        let d = deliverySchema
+        return try reading { read in try Self.notification(read.txn, d, key) }
+    }
+
+    public func deliveries(notificationId: String, from index: UInt32, limit: Int) async throws -> [DeliveryRecord] {
+        guard let id = DeliveryKey.id(notificationId) else { return [] }
+        let d = deliverySchema
+        return try reading { read in
+            var found: [DeliveryRecord] = []
+            try read.txn.scan(d.items, prefix: id, from: DeliveryKey.item(id, index)) { key, value in
+                found.append(try DeliveryRecord(notificationId: notificationId, index: DeliveryKey.index(ofItem: key), decoding: value))
+                return found.count < limit
+            }
+            return found
+        }
+    }
+
+    public func cancel(notificationId: String) async throws -> NotificationRecord? {
+        guard let id = DeliveryKey.id(notificationId) else { return nil }
+        let d = deliverySchema
+        return try await writing { w in
+            guard var notification = try Self.notification(w.txn, d, id) else { return nil }
+            var queued: [([UInt8], DeliveryRecord)] = []
+            try w.txn.scan(d.items, prefix: id) { key, value in
+                let delivery = try DeliveryRecord(notificationId: notificationId, index: DeliveryKey.index(ofItem: key), decoding: value)
+                if delivery.state == .queued { queued.append((key, delivery)) }
+                return true
+            }
+            for (key, var delivery) in queued {
+                _ = try w.txn.delete(DeliveryKey.timed(delivery.notBefore, key), in: d.due)
+                notification.counts.move(from: delivery.state, to: .cancelled)
+                delivery.state = .cancelled
+                delivery.updatedAt = w.now
+                try w.txn.put(delivery.encoded(), for: key, in: d.items)
+            }
+            try w.txn.put(notification.encoded(), for: id, in: d.notifications)
+            return notification
+        }
+    }
+
+    public func claim(limit: Int) async throws -> [ClaimedDelivery] {
+        let d = deliverySchema
+        return try await writing { w in
+            let now = w.now
+            var dueKeys: [[UInt8]] = []
+            try w.txn.scan(d.due) { key, _ in
+                guard DeliveryKey.time(of: key) <= now else { return false }
+                dueKeys.append(key)
+                return dueKeys.count < limit
+            }
+            var notifications = Notifications(txn: w.txn, schema: d)
+            var claimed: [ClaimedDelivery] = []
+            for dueKey in dueKeys {
+                _ = try w.txn.delete(dueKey, in: d.due)
+                let item = DeliveryKey.item(inTimed: dueKey)
+                guard let bytes = try w.txn.get(item, in: d.items),
+                      var notification = try notifications.get(Array(item.prefix(16))) else { continue }
+                var delivery = try DeliveryRecord(notificationId: notification.id, index: DeliveryKey.index(ofItem: item), decoding: bytes)
+                guard delivery.state == .queued else { continue }
+                var token: TokenValue?
+                if now > notification.expiration {
+                    delivery.state = .expired
+                } else if let current = try delivery.target.currentToken(in: w) {
+                    token = current
+                    delivery.claim(current, now: now)
+                    try w.txn.put([], for: DeliveryKey.timed(now, item), in: d.sending)
+                } else {
+                    delivery.state = .failed
+                    delivery.reason = DeliveryReason.tokenRemoved
+                }
+                notification.counts.move(from: .queued, to: delivery.state)
+                delivery.updatedAt = now
+                try w.txn.put(delivery.encoded(), for: item, in: d.items)
+                notifications.set(Array(item.prefix(16)), notification)
+                if let token { claimed.append(ClaimedDelivery(delivery: delivery, token: token.token, notification: notification)) }
+            }
+            try notifications.save()
+            return claimed
+        }
+    }
+
+    public func settle(_ settlements: [DeliverySettlement]) async throws {
+        guard !settlements.isEmpty else { return }
+        let d = deliverySchema
+        try await writing { w in
+            var notifications = Notifications(txn: w.txn, schema: d)
+            for settlement in settlements {
+                guard let id = DeliveryKey.id(settlement.notificationId) else { continue }
+                let item = DeliveryKey.item(id, settlement.index)
+                guard let bytes = try w.txn.get(item, in: d.items), var notification = try notifications.get(id) else { continue }
+                var delivery = try DeliveryRecord(notificationId: settlement.notificationId, index: settlement.index, decoding: bytes)
+                guard delivery.state == .sending else { continue }
+                if let claimedAt = delivery.claimedAt { _ = try w.txn.delete(DeliveryKey.timed(claimedAt, item), in: d.sending) }
+                delivery.settle(settlement, now: w.now)
+                if delivery.state == .queued { try w.txn.put([], for: DeliveryKey.timed(delivery.notBefore, item), in: d.due) }
+                notification.counts.move(from: .sending, to: delivery.state)
+                try w.txn.put(delivery.encoded(), for: item, in: d.items)
+                notifications.set(id, notification)
+            }
+            try notifications.save()
+        }
+    }
+
+    public func abandonClaims(claimedBefore cutoff: Timestamp) async throws -> Int {
+        let d = deliverySchema
+        return try await writing { w in
+            var stale: [[UInt8]] = []
+            try w.txn.scan(d.sending) { key, _ in
+                guard DeliveryKey.time(of: key) < cutoff else { return false }
+                stale.append(key)
+                return stale.count < 10_000
+            }
+            var notifications = Notifications(txn: w.txn, schema: d)
+            for key in stale {
+                _ = try w.txn.delete(key, in: d.sending)
+                let item = DeliveryKey.item(inTimed: key)
+                guard let bytes = try w.txn.get(item, in: d.items), var notification = try notifications.get(Array(item.prefix(16))) else { continue }
+                var delivery = try DeliveryRecord(notificationId: notification.id, index: DeliveryKey.index(ofItem: item), decoding: bytes)
+                guard delivery.state == .sending else { continue }
+                delivery.abandon(now: w.now)
+                notification.counts.move(from: .sending, to: .unknown)
+                try w.txn.put(delivery.encoded(), for: item, in: d.items)
+                notifications.set(Array(item.prefix(16)), notification)
+            }
+            try notifications.save()
+            return stale.count
+        }
+    }
+
+    public func sweepNotifications(createdBefore cutoff: Timestamp) async throws -> Int {
+        let d = deliverySchema
+        return try await writing { w in
+            var candidates: [[UInt8]] = []
+            try w.txn.scan(d.byCreation) { key, _ in
+                guard DeliveryKey.time(of: key) < cutoff else { return false }
+                candidates.append(key)
+                return candidates.count < 64
+            }
+            var swept = 0
+            for key in candidates {
+                let id = DeliveryKey.item(inTimed: key)
+                if let notification = try Self.notification(w.txn, d, id) {
+                    guard notification.counts.isFinished else { continue }
+                    var items: [[UInt8]] = []
+                    try w.txn.scan(d.items, prefix: id) { itemKey, _ in
+                        items.append(itemKey)
+                        return true
+                    }
+                    for item in items { _ = try w.txn.delete(item, in: d.items) }
+                    _ = try w.txn.delete(id, in: d.notifications)
+                    if let idempotencyKey = notification.idempotencyKey,
+                       let entry = try w.txn.get(Array(idempotencyKey.utf8), in: d.idempotency), Array(entry.prefix(16)) == id {
+                        _ = try w.txn.delete(Array(idempotencyKey.utf8), in: d.idempotency)
+                    }
+                }
+                _ = try w.txn.delete(key, in: d.byCreation)
+                swept += 1
+            }
+            return swept
+        }
+    }
+
+    public func queueStats() async throws -> DeliveryQueueStats {
+        let d = deliverySchema
+        return try reading { read in
+            var oldest: Timestamp?
+            try read.txn.scan(d.due) { key, _ in
+                oldest = DeliveryKey.time(of: key)
+                return false
+            }
+            return DeliveryQueueStats(queued: try read.txn.count(in: d.due), sending: try read.txn.count(in: d.sending),
+                                      oldestDue: oldest)
+        }
+    }
+
+    static func notification(_ txn: ReadTransaction, _ d: DeliverySchema, _ id: [UInt8]) throws -> NotificationRecord? {
+        try txn.get(id, in: d.notifications).map { try NotificationRecord(id: DeliveryKey.text(ofID: id[...]), decoding: $0) }
+    }
+}
+
+/// The notifications one write transaction touches, each read once and
+/// written once at the end (a claim or settlement of many deliveries of one
+/// notification updates its counts once).
+private struct Notifications {
+    let txn: WriteTransaction
+    let schema: DeliverySchema
+    private var cache: [[UInt8]: NotificationRecord] = [:]
+
+    init(txn: WriteTransaction, schema: DeliverySchema) {
+        self.txn = txn
+        self.schema = schema
+    }
+
+    mutating func get(_ id: [UInt8]) throws -> NotificationRecord? {
+        if let cached = cache[id] { return cached }
+        let found = try LMDBRegistryStore.notification(txn, schema, id)
+        cache[id] = found
+        return found
+    }
+
+    mutating func set(_ id: [UInt8], _ notification: NotificationRecord) { cache[id] = notification }
+
+    func save() throws {
+        for (id, notification) in cache { try txn.put(notification.encoded(), for: id, in: schema.notifications) }
+    }
+}
