@@ -213,6 +213,7 @@ class APNsProtocol(asyncio.Protocol):
             return
         self.listener.connections += 1
         self.number = self.listener.connections
+        self.listener.protocols.add(self)
         conn = h2tuning.Connection(H2_CONFIG)
         conn.local_settings = h2.settings.Settings(client=False, initial_values={
             h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
@@ -224,6 +225,7 @@ class APNsProtocol(asyncio.Protocol):
         self._flush()
 
     def connection_lost(self, exc):
+        self.listener.protocols.discard(self)
         self.closed = True
         for timer in self.timers.values():
             timer.cancel()
@@ -292,6 +294,12 @@ class APNsProtocol(asyncio.Protocol):
         except h2.exceptions.ProtocolError:
             pass
         self.transport.close()
+
+    def shut_down(self):
+        """The fake is stopping: GOAWAY NO_ERROR, then the connection is dropped."""
+        if not self.closed:
+            self._abort(h2.errors.ErrorCodes.NO_ERROR)
+        self.transport.abort()
 
     def _forget(self, sid):
         self.streams.pop(sid, None)
@@ -398,6 +406,7 @@ class Listener:
         self.environment = environment
         self.service = service
         self.connections = 0
+        self.protocols = set()
         self.server = None
 
     async def start(self, ssl_context, port):
@@ -405,3 +414,8 @@ class Listener:
         self.server = await loop.create_server(lambda: APNsProtocol(self), "127.0.0.1", port,
                                                ssl=ssl_context, backlog=1024)
         return self.server.sockets[0].getsockname()[1]
+
+    def close(self):
+        self.server.close()
+        for protocol in list(self.protocols):
+            protocol.shut_down()
