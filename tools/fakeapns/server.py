@@ -249,6 +249,13 @@ class APNsProtocol(asyncio.Protocol):
         except h2.exceptions.ProtocolError:
             self._abort(h2.errors.ErrorCodes.PROTOCOL_ERROR)
             return
+        try:
+            self._events(conn, events)
+        except Exception as e:  # a bug here ends this connection, never the fake
+            print("fake-apns: internal error on connection %d: %r" % (self.number, e), file=sys.stderr, flush=True)
+            self._abort(h2.errors.ErrorCodes.INTERNAL_ERROR)
+
+    def _events(self, conn, events):
         for event in events:
             if self.closed:
                 return
