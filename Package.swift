@@ -23,8 +23,12 @@ import PackageDescription
 /// over OpenSSL) know nothing of the registry, so each is tested on its own.
 /// `Postgres` (libpq connections on dedicated threads, a pool, retried
 /// transactions, advisory locks, versioned migrations) depends only on
-/// `CLibPQ` and `Codecs`. `CGlibcExtras` exposes the glibc calls the Glibc
-/// module leaves out (registryd turns core dumps off with them).
+/// `CLibPQ` and `Codecs`. `APNs` (the HTTP/2 client of Apple's provider
+/// API: ES256 provider tokens, libcurl's multi handle on a dedicated thread,
+/// at-most-once result kinds) depends on `CCurl`, `COpenSSL`, `Codecs`,
+/// `JSON` and `Lifecycle`, and knows nothing of the registry.
+/// `CGlibcExtras` exposes the glibc calls the Glibc module leaves out
+/// (registryd turns core dumps off with them).
 /// `RegistryClient` is the app-side library: Foundation only, no dependency
 /// on the server's targets, so an app adds it alone.
 /// `public` is a target's API; what only the engines and tests may use of
@@ -46,6 +50,8 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
         // glibc's own headers (no package): what the Glibc module does not import.
         .systemLibrary(name: "CGlibcExtras"),
 
@@ -61,6 +67,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["COpenSSL", "Crypto", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
+        .target(name: "APNs", dependencies: ["CCurl", "COpenSSL", "Codecs", "JSON", "Lifecycle"]),
         .target(name: "RegistryHTTP", dependencies: ["RegistryCore", "HTTPServer", "JWT", "JSON", "Codecs"],
                 // The OpenAPI document, compiled into the binary as `PackageResources.openapi_json`
                 // (served by `GET /openapi.json`; no resource bundle beside the executable).
@@ -94,6 +101,8 @@ let package = Package(
         .testTarget(name: "TokenSealingTests", dependencies: ["TokenSealing", "Codecs", "Crypto"]),
         // Runs against REGISTRY_TEST_POSTGRES_URL (tools/test starts a server); skipped when it is unset.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        // Starts tools/fake-apns (Python, h2) for the HTTP/2 answers; skipped when it cannot run.
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "CCurl", "COpenSSL", "Codecs", "JSON", "RegistrydTestSupport"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
                                                        "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB"]),
         // The one way tests start the built registryd, find its port and talk to it, and run

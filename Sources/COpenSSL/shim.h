@@ -9,6 +9,7 @@
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 
 /*
  * Public keys are built here rather than in Swift because OSSL_PARAM_BLD and
@@ -80,4 +81,26 @@ static inline EVP_MAC_CTX *registry_hmac_sha256_context(const unsigned char *key
         context = NULL;
     }
     return context;
+}
+
+/*
+ * Refuses an encrypted PEM key: without a callback, OpenSSL would prompt for
+ * its passphrase on the terminal and block the process.
+ */
+static inline int registry_no_passphrase(char *buffer, int size, int writing, void *userdata) {
+    (void)buffer; (void)size; (void)writing; (void)userdata;
+    return -1;
+}
+
+/*
+ * The first private key in PEM text (PKCS#8 or a traditional format), or
+ * NULL, with the OpenSSL error queue left for the caller to clear.
+ */
+static inline EVP_PKEY *registry_private_key_from_pem(const unsigned char *pem, size_t length) {
+    if (length > INT_MAX) return NULL;
+    BIO *bio = BIO_new_mem_buf(pem, (int)length);
+    if (!bio) return NULL;
+    EVP_PKEY *key = PEM_read_bio_PrivateKey(bio, NULL, registry_no_passphrase, NULL);
+    BIO_free(bio);
+    return key;
 }

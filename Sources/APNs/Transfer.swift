@@ -1,0 +1,237 @@
+import CCurl
+import JSON
+
+/// One libcurl easy handle, reused request after request, and the state of
+/// the request it carries. Owned by the client's thread alone: libcurl
+/// calls its callbacks from `curl_multi_perform` on that thread.
+///
+/// The body goes through a read callback rather than `CURLOPT_POSTFIELDS`
+/// so that the seek callback can refuse to rewind it: libcurl rewinds only
+/// to send a request again, and a request whose body was already handed
+/// over may have reached APNs (see `TransferOutcome`).
+final class Transfer {
+    /// Answers beyond this size are cut: APNs's are under 100 bytes.
+    static let maxBody = 16 * 1024
+
+    let easy: UnsafeMutableRawPointer
+    private(set) var submission: Submission?
+    private(set) var providerToken = ""
+    private var headers: UnsafeMutablePointer<curl_slist>?
+    private var payloadOffset = 0
+    private var body: [UInt8] = []
+    private var apnsId: String?
+    private var retryAfter: Int?
+    /// libcurl's message for the last failure (`CURLOPT_ERRORBUFFER`).
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+
+    /// A handle with the options every request shares; `nil` when libcurl
+    /// cannot make one or refuses an option.
+    init?(configuration: APNsClientConfiguration) {
+        guard let easy = curl_easy_init() else { return nil }
+        self.easy = easy
+        errorBuffer.initialize(to: 0)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let timeout = Self.milliseconds(configuration.requestTimeout)
+        var results = [
+            registry_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
+            registry_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS),
+            registry_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1),
+            registry_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1),
+            registry_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2),
+            registry_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeout),
+            registry_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                                           min(timeout, Self.milliseconds(configuration.connectTimeout))),
+            registry_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1),
+            registry_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPIDLE, 30),
+            registry_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPINTVL, 10),
+            registry_curl_easy_setopt_long(easy, CURLOPT_POST, 1),
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer),
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me),
+            registry_curl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, receiveBody),
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me),
+            registry_curl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION, receiveHeader),
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me),
+            registry_curl_easy_setopt_read_callback(easy, CURLOPT_READFUNCTION, readPayload),
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_READDATA, me),
+            registry_curl_easy_setopt_seek_callback(easy, CURLOPT_SEEKFUNCTION, rewindPayload),
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, me),
+        ]
+        if let caFile = configuration.caFile {
+            // An extra CA: CAINFO names it, and CAPATH keeps the system's roots trusted.
+            results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile))
+            results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_CAPATH, "/etc/ssl/certs"))
+        }
+        guard results.allSatisfy({ $0 == CURLE_OK }) else {
+            curl_easy_cleanup(easy)
+            errorBuffer.deallocate()
+            return nil
+        }
+    }
+
+    deinit {
+        curl_slist_free_all(headers)
+        curl_easy_cleanup(easy)
+        errorBuffer.deallocate()
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        max(1, Int(duration / .milliseconds(1)))
+    }
+
+    /// Points the handle at `submission`'s request: its URL, headers and body.
+    /// `false` when libcurl refuses one (out of memory).
+    func load(_ submission: Submission, url: String, authorization: String, providerToken: String) -> Bool {
+        let request = submission.request
+        self.submission = submission
+        self.providerToken = providerToken
+        var lines = [
+            authorization,
+            "apns-topic: \(request.topic)",
+            "apns-push-type: \(request.pushType)",
+            "apns-priority: \(request.priority)",
+            "apns-expiration: \(request.expiration)",
+            "apns-id: \(request.apnsId)",
+            // libcurl's defaults for a POST, which APNs does not want.
+            "Content-Type:", "Accept:", "Expect:",
+        ]
+        if let collapseId = request.collapseId { lines.append("apns-collapse-id: \(collapseId)") }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in lines {
+            guard let appended = curl_slist_append(list, line) else {
+                curl_slist_free_all(list)
+                return false
+            }
+            list = appended
+        }
+        headers = list
+        errorBuffer[0] = 0
+        return registry_curl_easy_setopt_pointer(easy, CURLOPT_URL, url) == CURLE_OK
+            && registry_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list) == CURLE_OK
+            && registry_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.payload.count)) == CURLE_OK
+    }
+
+    /// The finished request's result, given libcurl's code for it; then the
+    /// handle is ready for the next request.
+    func finish(_ code: CURLcode) -> (Submission, APNsResult)? {
+        guard let submission else { return nil }
+        var status = 0
+        var pretransfer: curl_off_t = 0
+        var total: curl_off_t = 0
+        _ = registry_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        _ = registry_curl_easy_getinfo_off_t(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
+        _ = registry_curl_easy_getinfo_off_t(easy, CURLINFO_TOTAL_TIME_T, &total)
+        let result: APNsResult
+        switch TransferOutcome.classify(code, status: status, pretransferMicroseconds: Int64(pretransfer)) {
+        case .answered:
+            let (reason, timestamp) = Self.parseError(body)
+            result = .answered(APNsAnswer(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp,
+                                          retryAfter: retryAfter, latency: Double(total) / 1_000_000,
+                                          providerToken: providerToken))
+        case .notSent: result = .notSent(describe(code))
+        case .uncertain: result = .uncertain(describe(code))
+        }
+        reset()
+        return (submission, result)
+    }
+
+    /// Ends the request without a result (the client is stopping, or
+    /// loading it failed): whether it may have been written, and the handle
+    /// is ready again.
+    func abandon() -> (Submission, mayHaveBeenWritten: Bool)? {
+        guard let submission else { return nil }
+        var pretransfer: curl_off_t = 0
+        _ = registry_curl_easy_getinfo_off_t(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
+        reset()
+        return (submission, pretransfer != 0)
+    }
+
+    private func reset() {
+        submission = nil
+        curl_slist_free_all(headers)
+        headers = nil
+        payloadOffset = 0
+        body.removeAll(keepingCapacity: true)
+        apnsId = nil
+        retryAfter = nil
+    }
+
+    private func describe(_ code: CURLcode) -> String {
+        let detail = String(cString: errorBuffer)
+        let summary = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        return "\(summary) (curl error \(code.rawValue))"
+    }
+
+    /// `reason` and `timestamp` of an APNs error body `{"reason": …, "timestamp": …}`.
+    static func parseError(_ body: [UInt8]) -> (reason: String?, timestamp: Int64?) {
+        guard !body.isEmpty, case .object(let object)? = try? JSONParser.parse(body) else { return (nil, nil) }
+        let reason: String? = if case .string(let text)? = object["reason"] { text } else { nil }
+        return (reason, object["timestamp"]?.exactInt64)
+    }
+
+    fileprivate func append(body bytes: UnsafeRawBufferPointer) {
+        body.append(contentsOf: bytes.prefix(Self.maxBody - body.count))
+    }
+
+    /// One header line as libcurl hands it over, `name: value\r\n`; a status
+    /// line starts a new response (after a 1xx or a resent request).
+    fileprivate func receive(headerLine line: UnsafeRawBufferPointer) {
+        if line.starts(with: "HTTP/".utf8) {
+            apnsId = nil
+            retryAfter = nil
+        } else if let value = Self.value(of: "apns-id", in: line) {
+            apnsId = value
+        } else if let value = Self.value(of: "retry-after", in: line) {
+            retryAfter = Int(value)
+        }
+    }
+
+    /// The trimmed value when `line` is header `name` (ASCII, any case).
+    private static func value(of name: String, in line: UnsafeRawBufferPointer) -> String? {
+        let name = name.utf8
+        guard line.count > name.count, line[name.count] == UInt8(ascii: ":"),
+              zip(line, name).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else { return nil }
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var value = line[(name.count + 1)...]
+        while let first = value.first, isSpace(first) { value = value.dropFirst() }
+        while let last = value.last, isSpace(last) { value = value.dropLast() }
+        return String(decoding: value, as: UTF8.self)
+    }
+
+    fileprivate func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let payload = submission?.request.payload else { return 0 }
+        let count = min(buffer.count, payload.count - payloadOffset)
+        payload.withUnsafeBytes { source in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[payloadOffset..<(payloadOffset + count)]))
+        }
+        payloadOffset += count
+        return count
+    }
+
+    /// Rewinding a body not yet handed over is harmless; any other rewind
+    /// is a resend, refused.
+    fileprivate func rewind() -> Bool { payloadOffset == 0 }
+}
+
+private func transfer(_ userdata: UnsafeMutableRawPointer?) -> Transfer {
+    Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+}
+
+private let receiveBody: curl_write_callback = { buffer, size, count, userdata in
+    let length = size * count
+    transfer(userdata).append(body: UnsafeRawBufferPointer(start: buffer, count: length))
+    return length
+}
+
+private let receiveHeader: curl_write_callback = { buffer, size, count, userdata in
+    let length = size * count
+    transfer(userdata).receive(headerLine: UnsafeRawBufferPointer(start: buffer, count: length))
+    return length
+}
+
+private let readPayload: curl_read_callback = { buffer, size, count, userdata in
+    transfer(userdata).read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+}
+
+private let rewindPayload: curl_seek_callback = { userdata, _, _ in
+    transfer(userdata).rewind() ? Int32(CURL_SEEKFUNC_OK) : Int32(CURL_SEEKFUNC_FAIL)
+}

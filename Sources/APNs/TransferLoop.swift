@@ -1,0 +1,166 @@
+import CCurl
+
+/// The client's thread: it alone drives the multi handle. Each turn takes
+/// what `send` queued, starts as many requests as the in-flight cap allows,
+/// lets libcurl move every transfer along, completes the finished ones and
+/// sleeps in `curl_multi_poll` until a socket is ready, a libcurl timer is
+/// due or `send`/`stop` wakes it. Requests beyond the cap wait in memory,
+/// unsent; easy handles are kept and reused.
+final class TransferLoop {
+    /// The longest sleep in `curl_multi_poll` (libcurl's own timers shorten it).
+    private static let pollMilliseconds: Int32 = 1000
+
+    private let client: APNsClient
+    private let multi: UnsafeMutableRawPointer
+    /// Streams in flight per environment: connections × streams per connection.
+    private let cap: Int
+    /// `https://host:port/3/device/` per environment.
+    private let urlPrefix: [APNsHost: String]
+    private var queued: [APNsHost: SubmissionQueue] = [.production: SubmissionQueue(), .sandbox: SubmissionQueue()]
+    private var inFlight: [APNsHost: Int] = [.production: 0, .sandbox: 0]
+    /// Every handle made, so the idle ones and those in flight stay alive.
+    private var transfers: [Transfer] = []
+    private var idle: [Transfer] = []
+    private var taken: [Submission] = []
+    private var providerToken = ""
+    private var authorization = ""
+
+    init(client: APNsClient) {
+        self.client = client
+        multi = client.multi.multi
+        let configuration = client.configuration
+        cap = configuration.connectionsPerHost * configuration.maxStreamsPerConnection
+        urlPrefix = Dictionary(uniqueKeysWithValues: APNsHost.allCases.map { host in
+            (host, APNsClient.trimmedBaseURL(configuration.baseURL(host)) + "/3/device/")
+        })
+    }
+
+    func run() {
+        while true {
+            let phase = client.mailbox.withLock { mailbox -> Mailbox.Phase in
+                swap(&taken, &mailbox.submissions)
+                return mailbox.phase
+            }
+            for submission in taken { queued[submission.request.host]!.append(submission) }
+            taken.removeAll(keepingCapacity: true)
+            var deadline: ContinuousClock.Instant?
+            if case .stopping(let until) = phase {
+                deadline = until
+                refuseQueued()
+                if inFlight.values.allSatisfy({ $0 == 0 }) || ContinuousClock.now >= until { break }
+            }
+            admit()
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            let freed = completeFinished()
+            if freed && queued.values.contains(where: { !$0.isEmpty }) { continue }
+            var timeout = Self.pollMilliseconds
+            if let deadline {
+                let left = (deadline - ContinuousClock.now) / .milliseconds(1)
+                timeout = Int32(max(1, min(Double(timeout), left.rounded(.up))))
+            }
+            curl_multi_poll(multi, nil, 0, timeout, nil)
+        }
+        abortInFlight()
+        idle.removeAll()
+        transfers.removeAll()
+    }
+
+    /// Starts queued requests while each environment has room.
+    private func admit() {
+        for host in APNsHost.allCases where !queued[host]!.isEmpty && inFlight[host]! < cap {
+            let token = client.tokens.current()
+            if token != providerToken {
+                providerToken = token
+                authorization = "authorization: bearer \(token)"
+            }
+            while inFlight[host]! < cap, let submission = queued[host]!.popFirst() {
+                start(submission, on: host)
+            }
+        }
+    }
+
+    private func start(_ submission: Submission, on host: APNsHost) {
+        guard let transfer = idle.popLast() ?? makeTransfer() else {
+            submission.completion(.notSent("libcurl could not make a transfer handle"))
+            return
+        }
+        let url = urlPrefix[host]! + submission.request.deviceToken
+        guard transfer.load(submission, url: url, authorization: authorization, providerToken: providerToken),
+              curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
+            _ = transfer.abandon()
+            idle.append(transfer)
+            submission.completion(.notSent("libcurl refused the request"))
+            return
+        }
+        inFlight[host]! += 1
+    }
+
+    private func makeTransfer() -> Transfer? {
+        guard let transfer = Transfer(configuration: client.configuration) else { return nil }
+        transfers.append(transfer)
+        return transfer
+    }
+
+    /// Completes every transfer libcurl reports done; whether any finished.
+    private func completeFinished() -> Bool {
+        var any = false
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            var pointer: UnsafeMutableRawPointer?
+            _ = registry_curl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
+            curl_multi_remove_handle(multi, easy)
+            guard let pointer else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
+            guard let (submission, result) = transfer.finish(code) else { continue }
+            inFlight[submission.request.host]! -= 1
+            idle.append(transfer)
+            any = true
+            submission.completion(result)
+        }
+        return any
+    }
+
+    private func refuseQueued() {
+        for host in APNsHost.allCases {
+            while let submission = queued[host]!.popFirst() { submission.completion(.notSent("stopping")) }
+        }
+    }
+
+    /// At the end of the grace period: what was written is uncertain, what
+    /// still waited for its connection was never sent.
+    private func abortInFlight() {
+        for transfer in transfers where transfer.submission != nil {
+            curl_multi_remove_handle(multi, transfer.easy)
+            guard let (submission, mayHaveBeenWritten) = transfer.abandon() else { continue }
+            inFlight[submission.request.host]! -= 1
+            submission.completion(mayHaveBeenWritten ? .uncertain("stopped") : .notSent("stopped before sending"))
+        }
+    }
+}
+
+/// A FIFO of submissions that pops without shifting the array.
+struct SubmissionQueue {
+    private var items: [Submission] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == items.count }
+
+    mutating func append(_ submission: Submission) { items.append(submission) }
+
+    mutating func popFirst() -> Submission? {
+        guard head < items.count else { return nil }
+        let first = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return first
+    }
+}

@@ -1,0 +1,35 @@
+@testable import APNs
+import CCurl
+import Testing
+
+/// The CURLcode mapping the at-most-once rules rest on, and APNs's error bodies.
+@Suite struct TransferOutcomeTests {
+    @Test func answersNeedAStatus() {
+        #expect(TransferOutcome.classify(CURLE_OK, status: 200, pretransferMicroseconds: 5) == .answered)
+        #expect(TransferOutcome.classify(CURLE_OK, status: 0, pretransferMicroseconds: 5) == .uncertain)
+    }
+
+    @Test func failuresBeforeSendingAreNotSentWhateverTheTiming() {
+        for code in [CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR,
+                     CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE] {
+            #expect(TransferOutcome.classify(code, status: 0, pretransferMicroseconds: 1000) == .notSent, "\(code)")
+        }
+    }
+
+    @Test func otherFailuresDependOnWhetherSendingBegan() {
+        for code in [CURLE_OPERATION_TIMEDOUT, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_RECV_ERROR, CURLE_SEND_ERROR,
+                     CURLE_GOT_NOTHING, CURLE_SEND_FAIL_REWIND, CURLE_PARTIAL_FILE] {
+            #expect(TransferOutcome.classify(code, status: 0, pretransferMicroseconds: 0) == .notSent, "\(code)")
+            #expect(TransferOutcome.classify(code, status: 0, pretransferMicroseconds: 1) == .uncertain, "\(code)")
+        }
+    }
+
+    @Test func errorBodies() {
+        let gone = Transfer.parseError(Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
+        #expect(gone.reason == "Unregistered" && gone.timestamp == 1_700_000_000_123)
+        let bad = Transfer.parseError(Array(#"{"reason":"BadDeviceToken"}"#.utf8))
+        #expect(bad.reason == "BadDeviceToken" && bad.timestamp == nil)
+        #expect(Transfer.parseError([]) == (nil, nil))
+        #expect(Transfer.parseError(Array("<html>".utf8)) == (nil, nil))
+    }
+}
