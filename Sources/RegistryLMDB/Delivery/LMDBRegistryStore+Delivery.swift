@@ -38,7 +38,7 @@ extension LMDBRegistryStore: DeliveryStore {
     }
 
     public func deliveries(notificationId: String, from index: UInt32, limit: Int) async throws -> [DeliveryRecord] {
-        guard let id = DeliveryKey.id(notificationId) else { return [] }
+        guard let id = DeliveryKey.id(notificationId), limit > 0 else { return [] }
         let d = deliverySchema
         return try reading { read in
             var found: [DeliveryRecord] = []
@@ -74,6 +74,7 @@ extension LMDBRegistryStore: DeliveryStore {
     }
 
     public func claim(limit: Int) async throws -> [ClaimedDelivery] {
+        guard limit > 0 else { return [] }
         let d = deliverySchema
         return try await writing { w in
             let now = w.now
@@ -165,17 +166,19 @@ extension LMDBRegistryStore: DeliveryStore {
     public func sweepNotifications(createdBefore cutoff: Timestamp) async throws -> Int {
         let d = deliverySchema
         return try await writing { w in
-            var candidates: [[UInt8]] = []
+            // Unfinished notifications are passed over, not taken into the
+            // batch: 64 of them must not hold back the finished ones behind.
+            var candidates: [([UInt8], NotificationRecord?)] = []
             try w.txn.scan(d.byCreation) { key, _ in
                 guard DeliveryKey.time(of: key) < cutoff else { return false }
-                candidates.append(key)
+                let notification = try Self.notification(w.txn, d, DeliveryKey.item(inTimed: key))
+                if notification?.counts.isFinished ?? true { candidates.append((key, notification)) }
                 return candidates.count < 64
             }
             var swept = 0
-            for key in candidates {
+            for (key, notification) in candidates {
                 let id = DeliveryKey.item(inTimed: key)
-                if let notification = try Self.notification(w.txn, d, id) {
-                    guard notification.counts.isFinished else { continue }
+                if let notification {
                     var items: [[UInt8]] = []
                     try w.txn.scan(d.items, prefix: id) { itemKey, _ in
                         items.append(itemKey)

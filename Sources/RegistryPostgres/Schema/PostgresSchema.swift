@@ -94,6 +94,69 @@ enum PostgresSchema {
                 seen_at bigint NOT NULL
             );
             """),
+        // The delivery queue (`PostgresRegistryStore+Delivery`). A
+        // notification keeps how many of its deliveries are in each state
+        // (the `count_` columns), changed by SQL arithmetic in the
+        // transaction that moves them, so nodes moving deliveries of one
+        // notification at once lose no change. Deliveries name their holder,
+        // never a token. The two partial indexes are the queue: due `queued`
+        // deliveries in claim order, and `sending` ones by when they were
+        // claimed (abandoned claims). No foreign key: a delivery is inserted
+        // and deleted only with its notification, and checking one per row
+        // would slow the insert of a large fan-out.
+        PostgresMigration(version: 3, sql: """
+            CREATE TABLE registry_notifications (
+                id uuid PRIMARY KEY,
+                created_at bigint NOT NULL,
+                app_id text COLLATE "C" NOT NULL,
+                push_type text NOT NULL,
+                payload bytea NOT NULL,
+                priority smallint NOT NULL,
+                expiration bigint NOT NULL,
+                collapse_id text,
+                idempotency_key text COLLATE "C",
+                digest bytea NOT NULL,
+                count_queued integer NOT NULL,
+                count_sending integer NOT NULL,
+                count_delivered integer NOT NULL,
+                count_failed integer NOT NULL,
+                count_unknown integer NOT NULL,
+                count_expired integer NOT NULL,
+                count_cancelled integer NOT NULL
+            );
+            CREATE INDEX registry_notifications_created ON registry_notifications (created_at);
+            CREATE TABLE registry_deliveries (
+                notification_id uuid NOT NULL,
+                idx integer NOT NULL CHECK (idx >= 0),
+                user_id text COLLATE "C" NOT NULL,
+                app_id text COLLATE "C" NOT NULL,
+                device_id text COLLATE "C" NOT NULL,
+                kind text NOT NULL CHECK (kind IN ('push', 'pushToStart', 'activity')),
+                activity_id text COLLATE "C",
+                token_fingerprint text NOT NULL,
+                platform text NOT NULL CHECK (platform IN ('apns', 'fcm')),
+                environment text NOT NULL CHECK (environment IN ('production', 'sandbox')),
+                state text NOT NULL
+                    CHECK (state IN ('queued', 'sending', 'delivered', 'failed', 'unknown', 'expired', 'cancelled')),
+                apns_id text NOT NULL,
+                status integer,
+                reason text,
+                attempts integer NOT NULL,
+                retries integer NOT NULL,
+                updated_at bigint NOT NULL,
+                not_before bigint NOT NULL,
+                claimed_at bigint,
+                PRIMARY KEY (notification_id, idx)
+            );
+            CREATE INDEX registry_deliveries_due ON registry_deliveries (not_before, notification_id, idx)
+                WHERE state = 'queued';
+            CREATE INDEX registry_deliveries_sending ON registry_deliveries (claimed_at) WHERE state = 'sending';
+            CREATE TABLE registry_idempotency_keys (
+                key text COLLATE "C" PRIMARY KEY,
+                notification_id uuid NOT NULL,
+                created_at bigint NOT NULL
+            );
+            """),
     ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
 
     /// The highest migration this build knows: a database migrated further
