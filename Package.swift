@@ -5,7 +5,10 @@ import PackageDescription
 ///
 /// Dependencies point one way:
 /// `registryd → RegistryHTTP → (RegistryCore, HTTPServer, JWT)`, and
-/// `registryd → (RegistryLMDB, RegistryPostgres) → RegistryCore`.
+/// `registryd → (RegistryLMDB, RegistryPostgres) → RegistryCore`, and
+/// `registryd → RegistryDelivery → (RegistryCore, APNs)`: the sender, which
+/// drives the delivery queue (`RegistryCore`'s `DeliveryStore`, kept by
+/// each engine) through the APNs client.
 /// `RegistryCore` is the engine-neutral registry: the store protocols and
 /// their records, validation, limits, the sweeper, key rotation's rules and
 /// the resumable step loop. Each engine is its own target on top of it:
@@ -68,12 +71,13 @@ let package = Package(
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
         .target(name: "APNs", dependencies: ["CCurl", "COpenSSL", "Codecs", "JSON", "Lifecycle"]),
+        .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "APNs", "Lifecycle"]),
         .target(name: "RegistryHTTP", dependencies: ["RegistryCore", "HTTPServer", "JWT", "JSON", "Codecs"],
                 // The OpenAPI document, compiled into the binary as `PackageResources.openapi_json`
                 // (served by `GET /openapi.json`; no resource bundle beside the executable).
                 resources: [.embedInCode("OpenAPI/openapi.json")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryPostgres", "HTTPServer", "JWT", "JSON", "TokenSealing",
-                                                            "Lifecycle", "Codecs", "Postgres", "CGlibcExtras"]),
+                                                            "Lifecycle", "Codecs", "Postgres", "CGlibcExtras", "APNs", "RegistryDelivery"]),
         .target(name: "RegistryClient"),
         .executableTarget(name: "registry-bench", dependencies: ["RegistryCore", "RegistryLMDB", "RegistryPostgres", "LMDB", "COpenSSL", "Codecs", "Crypto", "TokenSealing"],
                          path: "Sources/registry-bench"),
@@ -102,7 +106,12 @@ let package = Package(
         // Runs against REGISTRY_TEST_POSTGRES_URL (tools/test starts a server); skipped when it is unset.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         // Starts tools/fake-apns (Python, h2) for the HTTP/2 answers; skipped when it cannot run.
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "CCurl", "COpenSSL", "Codecs", "JSON", "RegistrydTestSupport"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsTestSupport", "CCurl", "COpenSSL", "Codecs", "JSON", "RegistrydTestSupport"]),
+        // tools/fake-apns as a test's child process, with a client configuration that trusts its CA.
+        .target(name: "APNsTestSupport", dependencies: ["APNs", "JSON", "RegistrydTestSupport"], path: "Tests/APNsTestSupport"),
+        // The sender against tools/fake-apns, on the test store (LMDB, or PostgreSQL with REGISTRY_TEST_BACKEND).
+        .testTarget(name: "DeliveryTests", dependencies: ["RegistryDelivery", "APNs", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
+                                                       "RegistrydTestSupport", "APNsTestSupport", "JSON"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
                                                        "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB"]),
         // The one way tests start the built registryd, find its port and talk to it, and run

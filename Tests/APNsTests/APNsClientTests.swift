@@ -1,4 +1,5 @@
 import APNs
+import APNsTestSupport
 import Foundation
 import Glibc
 import RegistrydTestSupport

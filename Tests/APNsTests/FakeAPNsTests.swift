@@ -1,4 +1,5 @@
 import APNs
+import APNsTestSupport
 import JSON
 import RegistrydTestSupport
 import Testing

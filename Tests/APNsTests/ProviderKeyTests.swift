@@ -1,4 +1,5 @@
 import APNs
+import APNsTestSupport
 import COpenSSL
 import Codecs
 import Foundation

@@ -1,4 +1,5 @@
 import APNs
+import APNsTestSupport
 import RegistrydTestSupport
 import Synchronization
 import Testing

@@ -1,3 +1,4 @@
+import APNsTestSupport
 import Foundation
 
 /// Key files made by the `openssl` CLI, once per test process, so the

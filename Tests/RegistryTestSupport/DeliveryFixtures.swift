@@ -3,7 +3,7 @@ import RegistryCore
 
 package extension StoreFixture {
     /// The store's delivery queue (each engine's store keeps its own).
-    var deliveries: any DeliveryStore { store as! any DeliveryStore }
+    var deliveries: any DeliveryStore { maintenance }
 
     /// The API's intake on this store, at the fixture's clock.
     var intake: NotificationIntake { NotificationIntake(registry: store, deliveries: deliveries, clock: clock) }

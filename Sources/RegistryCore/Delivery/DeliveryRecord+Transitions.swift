@@ -4,6 +4,8 @@ public enum DeliveryReason {
     public static let tokenRemoved = "token_removed"
     /// The token is an FCM token; the registry sends through APNs only.
     public static let platformNotConfigured = "platform_not_configured"
+    /// The notification's app has no APNs topic any more (the sender was restarted without it).
+    public static let topicNotConfigured = "topic_not_configured"
     /// Claimed by a sender that stopped (or died) before it knew the outcome.
     public static let senderStopped = "sender_stopped"
 }

@@ -3,8 +3,9 @@ import TokenSealing
 /// What `registryd`'s operator commands ask of a store beyond the contract
 /// (export, import, check, token key rotation), on every backend: `export`
 /// from one backend piped into `import` on another is how a registry moves
-/// between them.
-public protocol RegistryMaintenance: RegistryStore {
+/// between them. Every engine also keeps the delivery queue (`DeliveryStore`),
+/// which `serve`'s sender drives.
+public protocol RegistryMaintenance: RegistryStore, DeliveryStore {
     /// Every record, device by device (with its tokens), then the
     /// tombstones, then every user's token history (oldest first), from one
     /// consistent snapshot, on the caller's task. Tokens are opened: export

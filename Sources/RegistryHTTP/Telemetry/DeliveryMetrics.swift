@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Reasons are APNs' documented set; any other text an answer carries is
 /// counted as `other`, so no answer can create series.
-public final class DeliveryMetrics: DeliveryObserver {
+public final class DeliveryMetrics: Sendable {
     private struct State {
         var requests: [RequestKey: UInt64] = [:]
         var latency = Histogram(bounds: Histogram.latencySeconds)
@@ -46,7 +46,7 @@ public final class DeliveryMetrics: DeliveryObserver {
         return knownReasons.contains(reason) ? reason : "other"
     }
 
-    public func apnsRequest(status: Int?, reason: String?, outcome: String, seconds: Double) {
+    func recordAPNsRequest(status: Int?, reason: String?, outcome: String, seconds: Double) {
         let key = RequestKey(status: status.map(String.init) ?? outcome, reason: Self.bounded(reason))
         state.withLock { s in
             s.requests[key, default: 0] += 1
@@ -54,19 +54,19 @@ public final class DeliveryMetrics: DeliveryObserver {
         }
     }
 
-    public func settled(_ deliveryState: DeliveryState) {
+    func recordSettled(_ deliveryState: DeliveryState) {
         state.withLock { s in s.settled[deliveryState.rawValue, default: 0] += 1 }
     }
 
-    public func providerTokenRenewed() {
+    func recordRenewal() {
         state.withLock { s in s.renewals += 1 }
     }
 
-    public func configurationProblem(reason: String) {
+    func recordConfigurationError(reason: String) {
         state.withLock { s in s.configurationErrors[Self.bounded(reason), default: 0] += 1 }
     }
 
-    public func queue(_ stats: DeliveryQueueStats, now: Timestamp) {
+    func recordQueue(_ stats: DeliveryQueueStats, now: Timestamp) {
         state.withLock { s in
             s.queue = stats
             s.oldestAgeSeconds = stats.oldestDue.map { max(0, Double(now.milliseconds - $0.milliseconds) / 1000) } ?? 0

@@ -92,13 +92,19 @@ enum ServeCommand: Subcommand {
                 logger.error("sweep_failed", [("error", .string(String(describing: error)))])
             }
         }
+        var delivery: DeliverySetup?
+        if let deliverySettings = settings.delivery {
+            delivery = try DeliverySetup(deliverySettings, store: store, singleProcess: settings.backend.isSingleProcess,
+                                         metrics: metrics, logger: logger)
+        }
         let application = RegistryApplication(
             store: store,
             authenticator: Authenticator(verifier: JWTVerifier(configuration: auth.jwt),
                                          internalAPIKey: auth.internalAPIKey, clock: SystemClock()),
-            metrics: metrics, logger: logger)
+            metrics: metrics, logger: logger, delivery: delivery?.routes)
         let server = HTTPServer(configuration: settings.server, application: application)
-        let services = ServiceGroup([store, sweeper, server])
+        // The sender stops after the server (no new notification) and before the store (its last settlements).
+        let services = ServiceGroup([store, sweeper] + (delivery.map { [$0.sender] } ?? []) + [server])
         do {
             try services.start()
         } catch {

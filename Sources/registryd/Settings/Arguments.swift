@@ -10,6 +10,8 @@ struct Arguments {
     }
 
     private var values: [String: String] = [:]
+    /// Every value of each flag, in order (a repeatable flag such as `--apns-topic`).
+    private var allValues: [String: [String]] = [:]
     private var switches: Set<String> = []
     private let environment: [String: String]
     /// Flags whose `REGISTRY_*` variable is read (settings, not per-run flags like `--to`).
@@ -48,6 +50,7 @@ struct Arguments {
                     values[name] = arguments[index]
                     index += 1
                 }
+                allValues[name, default: []].append(values[name]!)
             } else if let replacement = Self.removedFlags[name] {
                 throw Failure(description: "--\(name) was removed: \(replacement)")
             } else {
@@ -64,6 +67,16 @@ struct Arguments {
         let variable = Self.variableName(flag)
         if let value = environment[variable] { return (value, "--\(flag) (from \(variable))") }
         return nil
+    }
+
+    /// Every value of a repeatable flag; without the flag, its `REGISTRY_*`
+    /// variable's comma-separated values; `nil` when neither is given.
+    func values(_ flag: String) -> (values: [String], source: String)? {
+        if let given = allValues[flag] { return (given, "--\(flag)") }
+        guard environmentFlags.contains(flag) else { return nil }
+        let variable = Self.variableName(flag)
+        guard let value = environment[variable] else { return nil }
+        return (value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }, "--\(flag) (from \(variable))")
     }
 
     func isSet(_ flag: String) -> Bool { switches.contains(flag) }

@@ -65,6 +65,21 @@ enum Flags {
         Flag(name: "token-key-file", value: "F",
              summary: "the keys tokens are sealed and indexed with at rest (guard and back up like a password)",
              defaultValue: "generated in DIR/secrets/token-keys"),
+        // Delivery through APNs (serve): without a key the notification routes answer 409.
+        Flag(name: "apns-key-file", value: "F", summary: "the APNs auth key (.p8, a P-256 private key in PEM); turns delivery on",
+             defaultValue: "none: delivery off"),
+        Flag(name: "apns-key-id", value: "KID", summary: "with --apns-key-file: the key's id (the provider token's kid)", defaultValue: "none"),
+        Flag(name: "apns-team-id", value: "TEAM", summary: "with --apns-key-file: the Apple team id (the provider token's iss)",
+             defaultValue: "none"),
+        Flag(name: "apns-topic", value: "APPID=BUNDLEID",
+             summary: "the APNs topic of an app (repeatable; the variable takes a comma-separated list); apps without one cannot be sent to",
+             defaultValue: "none"),
+        Flag(name: "apns-production-url", value: "URL", summary: "APNs' production host (https only)", defaultValue: "https://api.push.apple.com"),
+        Flag(name: "apns-sandbox-url", value: "URL", summary: "APNs' sandbox host (https only)", defaultValue: "https://api.sandbox.push.apple.com"),
+        Flag(name: "apns-ca-file", value: "F", summary: "an extra trusted CA (PEM) for a proxy or a test server; the system's stay trusted",
+             defaultValue: "none"),
+        Flag(name: "apns-request-timeout", value: "D", summary: "a request to APNs unanswered by then has an unknown outcome (never resent)",
+             defaultValue: "10s"),
         // Per-command flags: they describe one run, so no environment variable sets them.
         Flag(name: "user", value: "U", summary: "the JWT's subject (a user id)", defaultValue: nil, readsEnvironment: false),
         Flag(name: "ttl", value: "D", summary: "the JWT's lifetime", defaultValue: "1h", readsEnvironment: false),
@@ -93,6 +108,8 @@ enum Flags {
     static let store = ["data-dir", "store", "postgres-url", "postgres-pool-size", "device-ttl", "activity-ttl",
                         "max-devices-per-user", "max-activities-per-device", "apps", "token-key-file", "log-level"]
     static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
+    static let delivery = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-production-url",
+                           "apns-sandbox-url", "apns-ca-file", "apns-request-timeout"]
     static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
-                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth
+                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + delivery
 }

@@ -31,6 +31,8 @@ struct Settings {
     /// How long `serve` retries an unreachable PostgreSQL at start before exiting 1.
     var postgresStartupTimeout: Duration = .seconds(30)
     var logLevel = Logger.Level.info
+    /// Delivery through APNs; `nil` when no key is configured.
+    var delivery: DeliverySettings?
 
     init(_ arguments: Arguments) throws(Arguments.Failure) {
         if let (value, source) = arguments.value("data-dir") {
@@ -54,6 +56,7 @@ struct Settings {
         sweepInterval = try Self.duration(arguments, "sweep-interval") ?? sweepInterval
         postgresStartupTimeout = try Self.duration(arguments, "postgres-startup-timeout") ?? postgresStartupTimeout
         try readConnectionLimits(arguments)
+        delivery = try DeliverySettings.read(arguments)
         if let (value, source) = arguments.value("log-level") {
             guard let level = Logger.Level(name: value) else {
                 throw Arguments.Failure(description: "\(source) must be one of debug, info, warning, error")

@@ -46,6 +46,13 @@ enum StoreBackend: Sendable {
     }
 
     /// `lmdb` or `postgres`, as `--store` names it.
+    /// LMDB: one process holds the registry (the data-directory lock), so
+    /// whatever it finds claimed at start was claimed by a process that died.
+    var isSingleProcess: Bool {
+        if case .lmdb = self { return true }
+        return false
+    }
+
     var name: String {
         switch self {
         case .lmdb: "lmdb"

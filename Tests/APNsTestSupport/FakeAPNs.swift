@@ -9,27 +9,27 @@ import RegistrydTestSupport
 ///
 /// `@unchecked Sendable`: one test owns it; the process handle is only
 /// touched by `start` and `stop`.
-final class FakeAPNs: @unchecked Sendable {
-    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+package final class FakeAPNs: @unchecked Sendable {
+    package static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
-    static let tool = repositoryRoot + "/tools/fake-apns"
-    static let teamId = "TEAM123456"
-    static let keyId = "KEY1234567"
-    static let topic = "com.example.app"
+    package static let tool = repositoryRoot + "/tools/fake-apns"
+    package static let teamId = "TEAM123456"
+    package static let keyId = "KEY1234567"
+    package static let topic = "com.example.app"
 
     /// Whether the fake can run here: Debian's python3 with h2 and cryptography.
-    static let available: Bool = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+    package static let available: Bool = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
         && shell(["/usr/bin/python3", "-c", "import h2, cryptography"]) != nil
 
     /// The CA, server certificate and provider key, made once per test process.
-    static let shared: String? = {
+    package static let shared: String? = {
         let directory = temporaryDirectory()
         return shell(["/usr/bin/python3", tool, "--make-key", directory]) == nil ? nil : directory
     }()
 
-    let directory: String
-    let productionPort: Int
-    let sandboxPort: Int
+    package let directory: String
+    package let productionPort: Int
+    package let sandboxPort: Int
     private let process: Process
 
     private init(directory: String, productionPort: Int, sandboxPort: Int, process: Process) {
@@ -39,12 +39,12 @@ final class FakeAPNs: @unchecked Sendable {
         self.process = process
     }
 
-    var caFile: String { Self.shared! + "/ca.pem" }
-    var logFile: String { directory + "/log.jsonl" }
+    package var caFile: String { Self.shared! + "/ca.pem" }
+    package var logFile: String { directory + "/log.jsonl" }
 
     /// Starts the fake with `script` (a JSON object of tokens to answers)
     /// and waits until it listens.
-    static func start(script: String) async throws -> FakeAPNs {
+    package static func start(script: String) async throws -> FakeAPNs {
         guard let shared = await offThePool({ Self.shared }) else { throw FakeAPNsError("fake-apns --make-key failed") }
         let directory = temporaryDirectory()
         let ready = directory + "/ready.json"
@@ -69,27 +69,30 @@ final class FakeAPNs: @unchecked Sendable {
         throw FakeAPNsError("fake-apns did not become ready")
     }
 
-    /// SIGKILL: the test process's threads block SIGTERM, and the fake
-    /// inherits that mask, so it would never see a SIGTERM. Its log is
-    /// flushed every 50 ms, and `log(count:)` has read it by then.
-    func stop() async {
-        kill(process.processIdentifier, SIGKILL)
+    /// SIGTERM (the fake unblocks it, whatever mask it inherited: it
+    /// flushes its log and exits), then SIGKILL if it is still there after 5 s.
+    package func stop() async {
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<250 where process.isRunning {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         let process = process
         await offThePool { process.waitUntilExit() }
     }
 
-    func tokens() throws -> ProviderTokens {
+    package func tokens() throws -> ProviderTokens {
         try ProviderTokens(key: ProviderKey(contentsOf: Self.shared! + "/apns-key.p8"), teamId: Self.teamId, keyId: Self.keyId)
     }
 
-    func configuration(timeout: Duration = .seconds(5)) -> APNsClientConfiguration {
+    package func configuration(timeout: Duration = .seconds(5)) -> APNsClientConfiguration {
         APNsClientConfiguration(productionURL: "https://127.0.0.1:\(productionPort)", sandboxURL: "https://127.0.0.1:\(sandboxPort)",
                                 caFile: caFile, requestTimeout: timeout)
     }
 
     /// The log's records; the fake flushes it every 50 ms, so this waits
     /// until `count` records are there (or 5 s pass).
-    func log(count: Int) async throws -> [JSONObject] {
+    package func log(count: Int) async throws -> [JSONObject] {
         var records: [JSONObject] = []
         for _ in 0..<100 {
             let text = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
@@ -103,19 +106,7 @@ final class FakeAPNs: @unchecked Sendable {
     }
 }
 
-struct FakeAPNsError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A request to the fake with the test topic.
-func request(_ token: String, host: APNsHost = .production, collapseId: String? = nil) -> APNsRequest {
-    APNsRequest(deviceToken: token, host: host, topic: FakeAPNs.topic, pushType: "alert", priority: 10,
-                expiration: 1_700_000_000, collapseId: collapseId, apnsId: UUID().uuidString.lowercased(),
-                payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
-}
-
-/// A 64-digit hex token ending in `suffix`.
-func token(_ suffix: String) -> String {
-    String(repeating: "0", count: 64 - suffix.count) + suffix
+package struct FakeAPNsError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

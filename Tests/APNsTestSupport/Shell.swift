@@ -3,7 +3,7 @@ import Foundation
 /// Runs a command (found on PATH) to its end; its standard output, or
 /// `nil` when it fails. Blocks: call it through `offThePool`.
 @discardableResult
-func shell(_ arguments: [String], input: Data? = nil) -> Data? {
+package func shell(_ arguments: [String], input: Data? = nil) -> Data? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments
@@ -21,7 +21,7 @@ func shell(_ arguments: [String], input: Data? = nil) -> Data? {
 }
 
 /// A fresh directory under the system's temporary directory.
-func temporaryDirectory() -> String {
+package func temporaryDirectory() -> String {
     let path = NSTemporaryDirectory() + "apns-tests-" + UUID().uuidString
     try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path

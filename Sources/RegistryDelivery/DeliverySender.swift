@@ -1,0 +1,178 @@
+import APNs
+import Foundation
+import Lifecycle
+import RegistryCore
+import Synchronization
+
+/// Sends the queue's deliveries through APNs (docs/delivery.md): claims due
+/// deliveries in batches, sends each over the shared HTTP/2 client, follows
+/// `DeliveryAttempt`'s rules, applies what APNs said to the registry
+/// (removals, environment corrections) and settles each delivery.
+///
+/// A `Service` of `serve`'s group, started only when an APNs key is
+/// configured, after the store and before the HTTP server; stopped in
+/// order: no new claims, requests in flight get `stopGrace` to be answered
+/// (then they are `unknown`), every settlement is written before `stop`
+/// returns.
+public final class DeliverySender: Service {
+    public struct Configuration: Sendable {
+        /// The APNs topic (bundle id) of each app.
+        public var topics: [String: String]
+        /// Deliveries claimed and not yet settled, at most.
+        public var maxInFlight = 4000
+        /// Deliveries claimed per transaction, at most.
+        public var claimBatch = 1000
+        /// How often an idle sender looks for due deliveries (an accepted
+        /// notification wakes it at once; another node's does not).
+        public var pollInterval: Duration = .milliseconds(250)
+        /// A `sending` claim older than this is a dead node's: `unknown`.
+        public var abandonAfter: Duration = .seconds(120)
+        /// A single-process store (LMDB): every `sending` claim found at start
+        /// is a dead process's, and becomes `unknown` at once.
+        public var abandonClaimsAtStart = false
+        /// Notifications are kept this long after they were created (then swept, once final).
+        public var keepNotifications: Duration = .seconds(7 * 24 * 3600)
+        public var stopGrace: Duration = .seconds(5)
+
+        public init(topics: [String: String]) { self.topics = topics }
+    }
+
+    public let name = "delivery-sender"
+    let configuration: Configuration
+    let store: any DeliveryStore
+    let registry: any RegistryStore
+    let client: APNsClient
+    let tokens: ProviderTokens
+    let observer: any DeliveryObserver
+    let clock: any WallClock
+    let settlements: SettlementBatcher
+    let wake = WakeSignal()
+    private let stopping = Atomic<Bool>(false)
+    private let inFlight = Atomic<Int>(0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
+
+    public init(configuration: Configuration, store: any DeliveryStore, registry: any RegistryStore, client: APNsClient,
+                tokens: ProviderTokens, observer: any DeliveryObserver, clock: any WallClock = SystemClock()) {
+        self.configuration = configuration
+        self.store = store
+        self.registry = registry
+        self.client = client
+        self.tokens = tokens
+        self.observer = observer
+        self.clock = clock
+        settlements = SettlementBatcher(store: store, observer: observer)
+    }
+
+    /// Starts the HTTP/2 client and the claim loop.
+    public func start() throws {
+        try client.start()
+        started.store(true, ordering: .sequentiallyConsistent)
+        Task.detached { [self] in
+            await run()
+            finished.signal()
+        }
+    }
+
+    /// Claims now rather than at the next poll (a notification was accepted).
+    public func notify() { wake.signal() }
+
+    public func stop() {
+        guard started.exchange(false, ordering: .sequentiallyConsistent) else { return }
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        wake.signal()
+        // In-flight requests get the grace period, then complete as uncertain: the loop settles them.
+        client.stop(grace: configuration.stopGrace)
+        finished.wait()
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+
+    private func run() async {
+        if configuration.abandonClaimsAtStart {
+            await abandon(claimedBefore: Timestamp(milliseconds: .max))
+        }
+        var maintenance = Maintenance(now: ContinuousClock.now)
+        await withTaskGroup(of: Void.self) { group in
+            while !isStopping {
+                let free = configuration.maxInFlight - inFlight.load(ordering: .relaxed)
+                var claimed: [ClaimedDelivery] = []
+                if free > 0 {
+                    do {
+                        claimed = try await store.claim(limit: min(free, configuration.claimBatch))
+                    } catch {
+                        observer.senderError("claim", error)
+                    }
+                }
+                for delivery in claimed {
+                    inFlight.add(1, ordering: .relaxed)
+                    group.addTask { [self] in
+                        await deliver(delivery)
+                        inFlight.subtract(1, ordering: .relaxed)
+                        wake.signal()
+                    }
+                }
+                await maintenance.run(self)
+                if claimed.isEmpty || claimed.count < min(free, configuration.claimBatch) {
+                    await wake.wait(upTo: configuration.pollInterval)
+                }
+            }
+            await group.waitForAll()
+        }
+        await settlements.flush()
+    }
+
+    func abandon(claimedBefore cutoff: Timestamp) async {
+        do {
+            while try await store.abandonClaims(claimedBefore: cutoff) > 0 {}
+        } catch {
+            observer.senderError("abandon stale claims", error)
+        }
+    }
+
+    /// What the loop does besides claiming: queue stats for metrics once a
+    /// second, stale claims every 10 seconds, the sweep of old
+    /// notifications every minute, provider-token renewals for metrics.
+    private struct Maintenance {
+        var nextStats: ContinuousClock.Instant
+        var nextAbandon: ContinuousClock.Instant
+        var nextSweep: ContinuousClock.Instant
+        var renewalsSeen = 0
+
+        init(now: ContinuousClock.Instant) {
+            nextStats = now
+            nextAbandon = now
+            nextSweep = now
+        }
+
+        mutating func run(_ sender: DeliverySender) async {
+            let now = ContinuousClock.now
+            let renewals = sender.tokens.renewals
+            while renewalsSeen < renewals {
+                renewalsSeen += 1
+                sender.observer.providerTokenRenewed()
+            }
+            if now >= nextStats {
+                nextStats = now + .seconds(1)
+                do {
+                    sender.observer.queue(try await sender.store.queueStats(), now: sender.clock.now())
+                } catch {
+                    sender.observer.senderError("queue stats", error)
+                }
+            }
+            if now >= nextAbandon {
+                nextAbandon = now + .seconds(10)
+                await sender.abandon(claimedBefore: sender.clock.now().subtracting(sender.configuration.abandonAfter))
+            }
+            if now >= nextSweep {
+                nextSweep = now + .seconds(60)
+                do {
+                    let cutoff = sender.clock.now().subtracting(sender.configuration.keepNotifications)
+                    while try await sender.store.sweepNotifications(createdBefore: cutoff) > 0 {}
+                } catch {
+                    sender.observer.senderError("sweep notifications", error)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import JSON
+import Synchronization
+import RegistryCore
+
+/// The sender's observations as metrics (`DeliveryMetrics`) and log lines:
+/// one line per failed or unknown delivery with the token's fingerprint
+/// (never the token), and a configuration error once per reason per minute
+/// with how many were not logged since (a wrong key fails every delivery;
+/// the log must not drown in it).
+public final class DeliveryTelemetry: DeliveryObserver {
+    private let metrics: DeliveryMetrics
+    private let logger: Logger
+    private let quiet: Duration
+    private struct Burst {
+        var lastLogged: ContinuousClock.Instant
+        var suppressed: Int
+    }
+    private let bursts = Mutex([String: Burst]())
+
+    public init(metrics: RegistryMetrics, logger: Logger, quiet: Duration = .seconds(60)) {
+        self.metrics = metrics.delivery
+        self.logger = logger
+        self.quiet = quiet
+    }
+
+    public func apnsRequest(status: Int?, reason: String?, outcome: String, seconds: Double) {
+        metrics.recordAPNsRequest(status: status, reason: reason, outcome: outcome, seconds: seconds)
+    }
+
+    public func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {
+        metrics.recordSettled(settlement.state)
+        guard settlement.state == .failed || settlement.state == .unknown || settlement.state == .expired else { return }
+        var fields: [(String, JSONWriter.Value)] = []
+        fields.append(("notificationId", .string(settlement.notificationId)))
+        fields.append(("userId", .string(claimed.delivery.target.userId)))
+        fields.append(("deviceId", .string(claimed.delivery.target.deviceId)))
+        fields.append(("appId", .string(claimed.delivery.target.appId)))
+        fields.append(("kind", .string(claimed.delivery.target.kind.rawValue)))
+        fields.append(("tokenFingerprint", .string(settlement.tokenFingerprint)))
+        fields.append(("environment", .string(settlement.environment.rawValue)))
+        fields.append(("state", .string(settlement.state.rawValue)))
+        if let status = settlement.status { fields.append(("status", .int(Int64(status)))) }
+        if let reason = settlement.reason { fields.append(("reason", .string(reason))) }
+        logger.warning("delivery_\(settlement.state.rawValue)", fields)
+    }
+
+    public func providerTokenRenewed() { metrics.recordRenewal() }
+
+    public func configurationProblem(reason: String, claimed: ClaimedDelivery) {
+        metrics.recordConfigurationError(reason: reason)
+        let now = ContinuousClock.now
+        let suppressed: Int? = bursts.withLock { bursts in
+            if var burst = bursts[reason], now - burst.lastLogged < quiet {
+                burst.suppressed += 1
+                bursts[reason] = burst
+                return nil
+            }
+            let before = bursts[reason]?.suppressed ?? 0
+            bursts[reason] = Burst(lastLogged: now, suppressed: 0)
+            return before
+        }
+        guard let suppressed else { return }
+        logger.error("apns_configuration_error", [
+            ("reason", .string(reason)), ("appId", .string(claimed.delivery.target.appId)),
+            ("suppressedSinceLast", .int(Int64(suppressed))),
+            ("detail", .string("APNs refused the request for the sender's key, team or topic; check --apns-key-id, --apns-team-id, --apns-topic and the key file")),
+        ])
+    }
+
+    public func senderError(_ what: String, _ error: any Error) {
+        logger.error("delivery_sender_error", [("during", .string(what)), ("error", .string(String(describing: error)))])
+    }
+
+    public func queue(_ stats: DeliveryQueueStats, now: Timestamp) { metrics.recordQueue(stats, now: now) }
+}

@@ -1,0 +1,43 @@
+import APNs
+import RegistryCore
+import RegistryDelivery
+import RegistryHTTP
+
+/// Builds delivery from `--apns-*`: the provider key (a file that is not a
+/// P-256 private key is a bad flag: exit 2), its provider tokens, the
+/// HTTP/2 client, the sender, and what the notification routes need.
+struct DeliverySetup {
+    let sender: DeliverySender
+    let routes: DeliveryRoutes
+
+    init(_ settings: DeliverySettings, store: any RegistryMaintenance, singleProcess: Bool, metrics: RegistryMetrics,
+         logger: Logger) throws {
+        let key: ProviderKey
+        do {
+            key = try ProviderKey(contentsOf: settings.keyFile)
+        } catch {
+            throw Arguments.Failure(description: "--apns-key-file: \(error)")
+        }
+        let tokens: ProviderTokens
+        do {
+            tokens = try ProviderTokens(key: key, teamId: settings.teamId, keyId: settings.keyId)
+        } catch {
+            throw Arguments.Failure(description: "--apns-key-file: \(error)")
+        }
+        let client: APNsClient
+        do {
+            client = try APNsClient(configuration: APNsClientConfiguration(
+                productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, caFile: settings.caFile,
+                requestTimeout: settings.requestTimeout), tokens: tokens)
+        } catch {
+            throw Arguments.Failure(description: "--apns-*: \(error)")
+        }
+        var configuration = DeliverySender.Configuration(topics: settings.topics)
+        configuration.abandonClaimsAtStart = singleProcess
+        let sender = DeliverySender(configuration: configuration, store: store, registry: store, client: client,
+                                    tokens: tokens, observer: DeliveryTelemetry(metrics: metrics, logger: logger))
+        self.sender = sender
+        routes = DeliveryRoutes(intake: NotificationIntake(registry: store, deliveries: store), store: store,
+                                topics: settings.topics, accepted: { sender.notify() })
+    }
+}
