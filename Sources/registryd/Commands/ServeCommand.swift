@@ -119,7 +119,9 @@ enum ServeCommand: Subcommand {
         let host = settings.server.host
         let shownHost = host.contains(":") ? "[\(host)]" : host
         logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)"))] + settings.backend.logFields
-                    + [("dataDir", .string(settings.dataDirectory)), ("maxConnections", .int(Int64(server.connectionLimit)))])
+                    + [("dataDir", .string(settings.dataDirectory)), ("maxConnections", .int(Int64(server.connectionLimit))),
+                       ("delivery", .string(settings.delivery == nil ? "off" : "apns")),
+                       ("apnsTopics", .array((settings.delivery?.topics.keys.sorted() ?? []).map { .string($0) }))])
 
         ServiceManagerNotifier.notify("READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(shownHost):\(server.boundPort)")
 
