@@ -108,8 +108,8 @@ public final class DeliverySender: Service {
                     inFlight.add(1, ordering: .relaxed)
                     group.addTask { [self] in
                         await deliver(delivery)
-                        inFlight.subtract(1, ordering: .relaxed)
-                        wake.signal()
+                        // Room for more claims: only worth a wake-up when the loop stopped for lack of it.
+                        if inFlight.subtract(1, ordering: .relaxed).oldValue == configuration.maxInFlight { wake.signal() }
                     }
                 }
                 await maintenance.run(self)
