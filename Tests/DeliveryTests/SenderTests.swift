@@ -108,6 +108,38 @@ import Testing
         }
     }
 
+    @Test func fcmTokensFailAtOnceAndAnExpiredNotificationIsNeverSent() async throws {
+        try await withHarness { h in
+            try await h.store.registerDevice(DeviceRegistration(userId: "gus", deviceId: "android", pushToken: .set("fcm-token-1"),
+                                                                platform: .fcm))
+            try await h.store.registerDevice(DeviceRegistration(userId: "gus", deviceId: "phone", pushToken: .set(apnsToken(1))))
+            let mixed = try await h.notify(.user("gus"))
+            #expect(mixed.counts[.failed] == 1 && mixed.counts[.queued] == 1)
+            let stale = try await h.notify(.user("gus"), expiration: h.fixture.clock.now().adding(seconds: -1))
+            try h.startSender()
+            let (_, deliveries) = try await h.settled(mixed.id)
+            let byDevice = Dictionary(uniqueKeysWithValues: deliveries.map { ($0.target.deviceId, $0) })
+            #expect(byDevice["android"]?.state == .failed && byDevice["android"]?.reason == DeliveryReason.platformNotConfigured)
+            #expect(byDevice["android"]?.attempts == 0)
+            #expect(byDevice["phone"]?.state == .delivered)
+            let (expired, _) = try await h.settled(stale.id)
+            #expect(expired.counts[.expired] == 1 && expired.counts[.failed] == 1)
+            #expect(try await h.fake.log(count: 1).count == 1)
+        }
+    }
+
+    @Test func expiredProviderTokenGetsOneMoreTryThatDoesNotCountAsARetry() async throws {
+        try await withHarness(script: Self.script([(1, #"[{"status": 403, "reason": "ExpiredProviderToken"}, {"status": 200}]"#)])) { h in
+            try await h.store.registerDevice(DeviceRegistration(userId: "hal", deviceId: "a", pushToken: .set(apnsToken(1))))
+            try h.startSender()
+            let accepted = try await h.notify(.user("hal"))
+            let (_, deliveries) = try await h.settled(accepted.id)
+            #expect(deliveries.first?.state == .delivered && deliveries.first?.attempts == 2)
+            #expect(h.observer.requests == ["403 ExpiredProviderToken", "200"])
+            #expect(h.observer.problems.isEmpty)
+        }
+    }
+
     @Test func aConfigurationErrorFailsTheDeliveryKeepsTheTokenAndIsReported() async throws {
         try await withHarness { h in
             try await h.store.registerDevice(DeviceRegistration(userId: "fay", deviceId: "a", pushToken: .set(apnsToken(1))))
