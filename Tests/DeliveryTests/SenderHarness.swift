@@ -88,7 +88,13 @@ final class SenderHarness: @unchecked Sendable {
 
 /// What the sender reported, for assertions.
 final class RecordingObserver: DeliveryObserver {
-    private let state = Mutex<(requests: [String], problems: [String], errors: [String])>(([], [], []))
+    private struct State {
+        var requests: [String] = []
+        var problems: [String] = []
+        var errors: [String] = []
+    }
+
+    private let state = Mutex(State())
 
     var requests: [String] { state.withLock { $0.requests } }
     var problems: [String] { state.withLock { $0.problems } }
