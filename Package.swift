@@ -118,8 +118,8 @@ let package = Package(
         // blocking work off the cooperative pool (Foundation only).
         .target(name: "RegistrydTestSupport", path: "Tests/RegistrydTestSupport"),
         // The executable as a user runs it: flags, subcommands, signals, both stores (PostgreSQL
-        // through REGISTRY_TEST_POSTGRES_URL, skipped when it is unset).
-        .testTarget(name: "registrydTests", dependencies: ["RegistrydTestSupport", "registryd"]),
+        // through REGISTRY_TEST_POSTGRES_URL, skipped when it is unset), delivery to tools/fake-apns.
+        .testTarget(name: "registrydTests", dependencies: ["RegistrydTestSupport", "APNsTestSupport", "registryd"]),
         .testTarget(name: "RegistryClientTests", dependencies: ["RegistryClient", "RegistrydTestSupport"]),
         // Replays tools/fuzz's seeds and kept findings through the same harnesses (Harness/).
         .testTarget(name: "FuzzRegressionTests", dependencies: ["Codecs", "JSON", "JWT", "RegistryCore", "RegistryLMDB", "HTTPServer",

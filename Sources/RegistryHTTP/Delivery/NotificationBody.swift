@@ -50,7 +50,7 @@ enum NotificationBody {
     private static func target(_ fields: BodyFields) throws(APIError) -> NotificationTarget {
         guard let value = fields.object["target"], value != .null else { throw .invalidField("target", "is required") }
         guard case .object(let object) = value else { throw .invalidField("target", "must be an object, got \(value.typeName)") }
-        let target = BodyFields(object)
+        let target = BodyFields(object, path: "target.")
         let given = ["userId", "userIds", "activityId"].filter { target.object[$0] != nil && target.object[$0] != .null }
         guard given.count == 1 else {
             throw .invalidField("target", "must hold exactly one of userId, userIds, activityId")

@@ -20,10 +20,18 @@ struct BodyFields {
             throw .invalidJSON("expected an object, got \(value.typeName)")
         }
         self.object = object
+        path = ""
     }
 
-    /// A nested object's members (a body's `target`, say).
-    init(_ object: JSONObject) { self.object = object }
+    /// Where these members sit in the body (`"target."`), so a refusal names
+    /// the member as the caller wrote it: `target.userId`, not `userId`.
+    let path: String
+
+    /// A nested object's members (a body's `target`, say), under `path`.
+    init(_ object: JSONObject, path: String = "") {
+        self.object = object
+        self.path = path
+    }
 
     /// An optional body: empty means `{}`.
     init(optionalBody body: [UInt8]) throws(APIError) {
@@ -42,12 +50,12 @@ struct BodyFields {
         case nil: return .absent
         case .null?: return .null
         case .string(let s)?: return .value(s)
-        case let other?: throw .invalidField(name, "must be a string, got \(other.typeName)")
+        case let other?: throw .invalidField(path + name, "must be a string, got \(other.typeName)")
         }
     }
 
     func requiredString(_ name: String) throws(APIError) -> String {
-        guard case .value(let s) = try string(name) else { throw .invalidField(name, "is required") }
+        guard case .value(let s) = try string(name) else { throw .invalidField(path + name, "is required") }
         return s
     }
 
@@ -60,7 +68,7 @@ struct BodyFields {
         switch object[name] {
         case nil, .null?: return nil
         case .bool(let b)?: return b
-        case let other?: throw .invalidField(name, "must be a boolean, got \(other.typeName)")
+        case let other?: throw .invalidField(path + name, "must be a boolean, got \(other.typeName)")
         }
     }
 

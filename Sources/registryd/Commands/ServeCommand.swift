@@ -51,6 +51,7 @@ enum ServeCommand: Subcommand {
     static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         let keys = try AuthKeys.configured(settings)
+        let providerKey = try settings.delivery.map(DeliverySetup.providerKey)
         let logger = Logger(minimumLevel: settings.logLevel)
 
         var signals = sigset_t()
@@ -93,9 +94,9 @@ enum ServeCommand: Subcommand {
             }
         }
         var delivery: DeliverySetup?
-        if let deliverySettings = settings.delivery {
-            delivery = try DeliverySetup(deliverySettings, store: store, singleProcess: settings.backend.isSingleProcess,
-                                         metrics: metrics, logger: logger)
+        if let deliverySettings = settings.delivery, let providerKey {
+            delivery = try DeliverySetup(deliverySettings, key: providerKey, store: store,
+                                         singleProcess: settings.backend.isSingleProcess, metrics: metrics, logger: logger)
         }
         let application = RegistryApplication(
             store: store,

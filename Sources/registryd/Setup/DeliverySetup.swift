@@ -10,14 +10,18 @@ struct DeliverySetup {
     let sender: DeliverySender
     let routes: DeliveryRoutes
 
-    init(_ settings: DeliverySettings, store: any RegistryMaintenance, singleProcess: Bool, metrics: RegistryMetrics,
-         logger: Logger) throws {
-        let key: ProviderKey
+    /// The provider key of `--apns-key-file`, read before anything is
+    /// written (a bad flag leaves no data directory behind).
+    static func providerKey(_ settings: DeliverySettings) throws -> ProviderKey {
         do {
-            key = try ProviderKey(contentsOf: settings.keyFile)
+            return try ProviderKey(contentsOf: settings.keyFile)
         } catch {
             throw Arguments.Failure(description: "--apns-key-file: \(error)")
         }
+    }
+
+    init(_ settings: DeliverySettings, key: ProviderKey, store: any RegistryMaintenance, singleProcess: Bool,
+         metrics: RegistryMetrics, logger: Logger) throws {
         let tokens: ProviderTokens
         do {
             tokens = try ProviderTokens(key: key, teamId: settings.teamId, keyId: settings.keyId)

@@ -1,0 +1,38 @@
+import JWT
+import RegistryCore
+@testable import RegistryHTTP
+
+extension Harness {
+    /// The topics the delivering harness is configured with: only `default`
+    /// has one, so a declared app without a topic can be named.
+    static let deliveryTopics = ["default": "com.example.app"]
+
+    /// This harness's store behind an application with delivery configured
+    /// (as `serve --apns-key-file …` wires it, minus the sender: every
+    /// accepted delivery stays `queued`, so the routes are seen alone).
+    func delivering() -> Harness {
+        let routes = DeliveryRoutes(intake: NotificationIntake(registry: store, deliveries: store, clock: clock), store: store,
+                                    topics: Self.deliveryTopics, accepted: {})
+        let verifier = JWTVerifier(configuration: JWTConfiguration(hs256Secret: Self.secret))
+        let application = RegistryApplication(
+            store: store, authenticator: Authenticator(verifier: verifier, internalAPIKey: Array(Self.apiKey.utf8), clock: clock),
+            metrics: RegistryMetrics(), logger: Logger(minimumLevel: .debug, sink: { logs.append($0) }), delivery: routes)
+        return Harness(application: application, store: store, clock: clock, logs: logs, directory: directory)
+    }
+
+    /// `POST /internal/v1/notifications` with `body`, as the push sender.
+    func notify(_ body: String) async -> Reply {
+        await send("POST", "/internal/v1/notifications", body: body, as: .apiKey)
+    }
+
+    /// Registers an activity token for `m1` on device `d<n>` of user `u<n>`.
+    func registerActivityToken(_ n: UInt8, activity: String = "m1") async {
+        await send("POST", "/v1/activities/\(activity)/activity-token",
+                   body: #"{"deviceId": "d\#(n)", "token": "\#(token(n))"}"#, as: .user("u\(n)"))
+    }
+}
+
+/// How many deliveries the harness's store holds `queued` (nil when it cannot say).
+func queued(_ h: Harness) async -> Int? {
+    try? await h.store.queueStats().queued
+}
