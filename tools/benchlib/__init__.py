@@ -15,7 +15,7 @@ The launcher tools/bench runs `python3 -m benchlib` with tools/ on the path. The
   workloads   the table's workloads and how each is run
   report      the Markdown report: header, the rates table, notes, figures (median, commas)
   postgres    the private PostgreSQL of --stores: start, load, CPU ticks, counters
-  modes/      one module per mode: default, scale, sweep, against, stores
+  modes/      one module per mode: default, scale, sweep, against, stores, relay
 """
 
 import os

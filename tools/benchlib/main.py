@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from . import REPO, build, keys, report
-from .modes import against, default, scale, stores, sweep
+from .modes import against, default, relay, scale, stores, sweep
 from .options import UsageError, parse
 from .run import BenchError, Run
 
@@ -29,6 +29,8 @@ def choose_mode(options):
         return against
     if options.stores:
         return stores
+    if options.relay:
+        return relay
     return default
 
 

@@ -39,6 +39,7 @@ class Options:
     out: str = "bench-results.md"
     scale: str = ""
     sweep: bool = False
+    relay: bool = False
     only: str = ""
     keep: bool = False
     devices: str = ""
@@ -62,7 +63,7 @@ class Options:
 VALUED = {"--duration": "duration", "--threads": "threads", "--connections": "connections", "--out": "out",
           "--scale": "scale", "--only": "only", "--devices": "devices", "--against": "against",
           "--rounds": "rounds", "--stores": "stores", "--postgres-pool-size": "pg_pool"}
-SWITCHES = {"--sweep": "sweep", "--keep": "keep", "--pg-statements": "pg_statements"}
+SWITCHES = {"--sweep": "sweep", "--relay": "relay", "--keep": "keep", "--pg-statements": "pg_statements"}
 
 
 def parse(argv, repo):
@@ -75,6 +76,8 @@ def parse(argv, repo):
         check_stores(options)
     if options.against:
         check_against(options, repo)
+    if options.relay:
+        check_relay(options)
     return options
 
 
@@ -122,10 +125,18 @@ def check_modes(options):
         raise UsageError("--devices sizes the default mode's data set, not --scale or --sweep")
     if options.devices and int(options.devices) % 5:
         raise UsageError("--devices wants a multiple of 5 (5 devices per user)")
-    if options.rounds and not options.against and not options.stores:
-        raise UsageError("--rounds goes with --against or --stores")
+    if options.rounds and not options.against and not options.stores and not options.relay:
+        raise UsageError("--rounds goes with --against, --stores or --relay")
     if options.pg_statements and not options.stores:
         raise UsageError("--pg-statements goes with --stores (or --store postgres)")
+
+
+def check_relay(options):
+    if options.scale or options.sweep or options.against or options.stores:
+        raise UsageError("--relay is a run of its own, not with --scale, --sweep, --against or --stores")
+    if options.only:
+        raise UsageError("--relay runs its own steps (h2load, fan-out, lookup); --only does not apply")
+    options.rounds = options.rounds or "3"
 
 
 def check_compared_workloads(options, flag):
