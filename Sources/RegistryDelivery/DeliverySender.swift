@@ -123,11 +123,13 @@ public final class DeliverySender: Service {
     }
 
     func abandon(claimedBefore cutoff: Timestamp) async {
+        var abandoned = 0
         do {
-            while try await store.abandonClaims(claimedBefore: cutoff) > 0 {}
+            while case let count = try await store.abandonClaims(claimedBefore: cutoff), count > 0 { abandoned += count }
         } catch {
             observer.senderError("abandon stale claims", error)
         }
+        if abandoned > 0 { observer.abandoned(abandoned) }
     }
 
     /// What the loop does besides claiming: queue stats for metrics once a

@@ -104,6 +104,7 @@ final class RecordingObserver: DeliveryObserver {
         state.withLock { $0.requests.append(status.map { "\($0)\(reason.map { " " + $0 } ?? "")" } ?? outcome) }
     }
     func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {}
+    func abandoned(_ count: Int) {}
     func providerTokenRenewed() {}
     func configurationProblem(reason: String, claimed: ClaimedDelivery) { state.withLock { $0.problems.append(reason) } }
     func senderError(_ what: String, _ error: any Error) { state.withLock { $0.errors.append("\(what): \(error)") } }

@@ -58,7 +58,12 @@ struct ExecutableDeliveryCrashTests {
 
             let deliveries = try await DeliveryServing.deliveries(id, port: second.port, key: key)
             #expect(deliveries.count == Self.tokens)
+            // The restart found the dead process's claims and turned them unknown: counted and logged once.
+            let abandoned = try await DeliveryServing.metric("registry_deliveries_settled_total", ["state=\"unknown\""],
+                                                             port: second.port, key: key)
+            #expect(abandoned > 0 && Int(abandoned) <= unknown, "\(abandoned) abandoned of \(unknown) unknown")
             #expect(second.stop() == 0)
+            #expect(second.log.contains("\"event\":\"deliveries_abandoned\""))
 
             // The fake flushes its log every 50 ms; the server is stopped, nothing more comes.
             try await Task.sleep(for: .milliseconds(200))

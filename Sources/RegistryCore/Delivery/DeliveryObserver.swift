@@ -8,6 +8,9 @@ public protocol DeliveryObserver: Sendable {
     /// again for a retry). Where a failure is logged, with the token's
     /// fingerprint (never the token).
     func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery)
+    /// Claims nobody will settle became `unknown` (a sender died or was
+    /// killed while sending): counted, and logged in one line.
+    func abandoned(_ count: Int)
     /// A new provider token was signed.
     func providerTokenRenewed()
     /// An answer that says the sender is misconfigured (`InvalidProviderToken`,

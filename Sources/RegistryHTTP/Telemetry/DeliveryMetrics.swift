@@ -54,8 +54,8 @@ public final class DeliveryMetrics: Sendable {
         }
     }
 
-    func recordSettled(_ deliveryState: DeliveryState) {
-        state.withLock { s in s.settled[deliveryState.rawValue, default: 0] += 1 }
+    func recordSettled(_ deliveryState: DeliveryState, count: Int = 1) {
+        state.withLock { s in s.settled[deliveryState.rawValue, default: 0] += UInt64(count) }
     }
 
     func recordRenewal() {

@@ -44,6 +44,14 @@ public final class DeliveryTelemetry: DeliveryObserver {
         logger.warning("delivery_\(settlement.state.rawValue)", fields)
     }
 
+    public func abandoned(_ count: Int) {
+        metrics.recordSettled(.unknown, count: count)
+        logger.warning("deliveries_abandoned", [
+            ("count", .int(Int64(count))), ("state", .string("unknown")),
+            ("detail", .string("claimed by a sender that stopped or died before it knew the outcome; never sent again")),
+        ])
+    }
+
     public func providerTokenRenewed() { metrics.recordRenewal() }
 
     public func configurationProblem(reason: String, claimed: ClaimedDelivery) {
