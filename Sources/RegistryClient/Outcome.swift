@@ -10,8 +10,12 @@ enum Outcome: Sendable, Equatable {
     /// 401: the credential was not accepted. For the signed-in session it is
     /// retried like a transient failure, since the credential provider is
     /// asked again on the next attempt and may have refreshed an expired
-    /// token; for a retired session it ends the attempt.
+    /// token; for a retired session it ends the delete.
     case unauthenticated
+    /// The credential provider threw, so nothing was sent. Retried like a
+    /// transient failure for the signed-in session (the provider may recover);
+    /// final for a retired one.
+    case credentialUnavailable
     /// `409 stale_write`: the server holds a write with a higher sequence.
     case stale
     /// Any other 4xx, or a 3xx: sending the same state again would fail the

@@ -23,12 +23,17 @@ public final class RegistryClient: Sendable {
     ///     (API v1.1); nil for a v1 server.
     ///   - transport: how requests travel; `URLSessionTransport` in an app.
     ///   - sequenceStore: keeps sequences monotonic across launches.
+    ///   - signOutStore: keeps sign-outs not yet answered across launches;
+    ///     those an earlier launch left are sent by this one. In an app,
+    ///     `try FileSignOutStore.applicationSupport()`.
     public init(deviceId: String, appId: String? = nil, osVersion: String? = nil, appVersion: String? = nil,
                 transport: any RegistryTransport, sequenceStore: any SequenceStore = UserDefaultsSequenceStore(),
-                clock: any RegistryClock = SystemRegistryClock(), configuration: Configuration = Configuration()) {
-        inbox = Inbox(DesiredState(deviceId: deviceId, appId: appId, osVersion: osVersion, appVersion: appVersion))
-        queue = RegistrationQueue(inbox: inbox, transport: transport, clock: clock,
-                                  sequenceStore: sequenceStore, configuration: configuration)
+                signOutStore: any SignOutStore, clock: any RegistryClock = SystemRegistryClock(),
+                configuration: Configuration = Configuration()) {
+        inbox = Inbox(DesiredState(deviceId: deviceId, appId: appId, osVersion: osVersion, appVersion: appVersion),
+                      clock: clock, sequenceStore: sequenceStore, signOutStore: signOutStore)
+        queue = RegistrationQueue(inbox: inbox, transport: transport, clock: clock, configuration: configuration)
+        wake()
     }
 
     /// The desired state as the facts reported so far leave it.
@@ -40,15 +45,33 @@ public final class RegistryClient: Sendable {
     /// Another user than the current one is an account switch. To start a new
     /// session of the same user, call `signedOut()` first.
     public func signedIn(userId: String, credentials: @escaping @Sendable () async throws -> String) {
-        inbox.signIn(userId: userId, credentials: credentials)
+        _ = inbox.signIn(userId: userId, credentials: credentials)
         wake()
     }
 
     /// The user signed out (or was signed out): the session's registration is
-    /// deleted and nothing more is sent for it.
+    /// deleted and nothing more is sent for it. The delete is saved to the
+    /// `SignOutStore` before this returns, so it is sent even if the app dies
+    /// first; the next launch sends it.
     public func signedOut() {
-        inbox.signOut()
+        _ = inbox.signOut()
         wake()
+    }
+
+    /// A sign-out for apps that can wait before clearing their auth: the
+    /// session's credential provider is asked now, while it still answers
+    /// for this user, and the call returns once the server answered the
+    /// delete or `timeout` passed (the delete then stays queued and saved).
+    @discardableResult
+    public func signOut(timeout: Duration) async -> SignOutResult {
+        guard let session = inbox.state.session else { return .notSignedIn }
+        let credential = try? await session.credentials()
+        let usable = credential.flatMap { BearerSubject.allows($0, for: session.userId) ? $0 : nil }
+        guard let sequence = inbox.signOut(credential: usable, epoch: session.epoch).sequence else {
+            return .notSignedIn
+        }
+        wake()
+        return await queue.waitForSignOut(sequence, timeout: timeout)
     }
 
     /// The APNs (or FCM) device token, from every

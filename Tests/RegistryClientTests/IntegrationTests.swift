@@ -28,7 +28,7 @@ import Testing
 
     private func makeClient(_ server: RegistrydProcess) -> RegistryClient {
         RegistryClient(deviceId: "phone-1", osVersion: "18.2", appVersion: "2.1.0", transport: server.transport,
-                       sequenceStore: InMemorySequenceStore(),
+                       sequenceStore: InMemorySequenceStore(), signOutStore: InMemorySignOutStore(),
                        configuration: .init(coalescingWindow: .zero,
                                             retryPolicy: RetryPolicy(initialDelay: .milliseconds(100),
                                                                      maximumDelay: .milliseconds(400))))

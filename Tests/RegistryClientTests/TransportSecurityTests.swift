@@ -43,7 +43,7 @@ import Testing
         configuration.jitter = { 1 }
         let client = RegistryClient(
             deviceId: "phone-1", transport: try URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:\(redirector.port)")!, timeout: 5),
-            sequenceStore: InMemorySequenceStore(), clock: clock, configuration: configuration)
+            sequenceStore: InMemorySequenceStore(), signOutStore: InMemorySignOutStore(), clock: clock, configuration: configuration)
         client.signedIn(userId: "alice", credentials: credentials("alice"))
         client.pushTokenReceived(PushToken(value: tokenA))
         await client.flush()
