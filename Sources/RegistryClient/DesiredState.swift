@@ -17,21 +17,27 @@ public struct DesiredState: Sendable {
     public var appId: String?
     public var osVersion: String?
     public var appVersion: String?
-    public var pushToken: PushTokenFact
+    /// The OS notification authorization, as last read; nil until the app
+    /// reads it. Kept apart from the token: which of the two callbacks comes
+    /// last must not decide what the server holds.
+    public var authorization: PushAuthorization?
+    /// The APNs (or FCM) device token as last issued; nil until one arrives.
+    public var pushToken: PushToken?
     /// The ActivityKit push-to-start token, or nil when there is none.
     public var pushToStartToken: PushToken?
     /// Running Live Activities that have an update token, by activity id.
     public var activities: [String: PushToken]
 
     public init(session: Session? = nil, deviceId: String, appId: String? = nil,
-                osVersion: String? = nil, appVersion: String? = nil,
-                pushToken: PushTokenFact = .unknown, pushToStartToken: PushToken? = nil,
+                osVersion: String? = nil, appVersion: String? = nil, authorization: PushAuthorization? = nil,
+                pushToken: PushToken? = nil, pushToStartToken: PushToken? = nil,
                 activities: [String: PushToken] = [:]) {
         self.session = session
         self.deviceId = deviceId
         self.appId = appId
         self.osVersion = osVersion
         self.appVersion = appVersion
+        self.authorization = authorization
         self.pushToken = pushToken
         self.pushToStartToken = pushToStartToken
         self.activities = activities
@@ -43,11 +49,23 @@ public struct DesiredState: Sendable {
     var targets: [Resource: Payload] {
         guard session != nil else { return [:] }
         var targets: [Resource: Payload] = [
-            .device: .device(DevicePayload(pushToken: pushToken, osVersion: osVersion, appVersion: appVersion)),
+            .device: .device(DevicePayload(pushToken: pushTokenFact, osVersion: osVersion, appVersion: appVersion)),
         ]
         if let pushToStartToken { targets[.pushToStart] = .token(pushToStartToken) }
         for (activityId, token) in activities { targets[.activity(activityId)] = .token(token) }
         return targets
+    }
+}
+
+extension DesiredState {
+    /// What the server should hold as the push token, derived when the
+    /// request is built: withdrawn while notifications are denied, whatever
+    /// token arrived; the token once one is known otherwise; left alone
+    /// before the first token (telling the server `null` at launch would drop
+    /// a working token until the callback arrives).
+    var pushTokenFact: PushTokenFact {
+        if authorization == .denied { return .withdrawn }
+        return pushToken.map(PushTokenFact.token) ?? .unknown
     }
 }
 

@@ -50,14 +50,28 @@ public struct PushToken: Sendable, Hashable {
     }
 }
 
-/// What the app knows about its device push token.
+/// What the device record's push token should be.
 ///
 /// `unknown` differs from `withdrawn`: at launch the APNs callback has not
 /// arrived yet, and telling the server `pushToken: null` then would drop a
 /// working token for the few milliseconds until it does. `unknown` leaves the
 /// server's token as it is; `withdrawn` removes it.
-public enum PushTokenFact: Sendable, Hashable {
+enum PushTokenFact: Sendable, Hashable {
     case unknown
     case withdrawn
     case token(PushToken)
+}
+
+/// The OS notification authorization, as `UNNotificationSettings`
+/// reports it (`authorizationStatus`), without importing UserNotifications.
+///
+/// Only `denied` withdraws the push token from the server: a token under
+/// `notDetermined` still carries background pushes, and `provisional` and
+/// `ephemeral` deliver quietly.
+public enum PushAuthorization: String, Sendable, Hashable {
+    case notDetermined
+    case denied
+    case authorized
+    case provisional
+    case ephemeral
 }

@@ -75,15 +75,20 @@ public final class RegistryClient: Sendable {
     }
 
     /// The APNs (or FCM) device token, from every
-    /// `didRegisterForRemoteNotificationsWithDeviceToken`.
+    /// `didRegisterForRemoteNotificationsWithDeviceToken`. It is sent only
+    /// while notifications are not denied (see `authorizationChanged(_:)`).
     public func pushTokenReceived(_ token: PushToken) {
-        change { $0.pushToken = .token(token) }
+        change { $0.pushToken = token }
     }
 
-    /// Notifications are off (authorization denied or revoked): the server
-    /// drops the push token (`pushToken: null`) but keeps the device.
-    public func pushPermissionWithdrawn() {
-        change { $0.pushToken = .withdrawn }
+    /// The notification authorization, read from `UNUserNotificationCenter`
+    /// settings at launch, after a permission prompt and on every foreground
+    /// (the user may have changed it in Settings). `denied` removes the push
+    /// token from the server (`pushToken: null`, the device stays); any
+    /// other status brings the last token back, so a permission granted
+    /// again needs nothing more.
+    public func authorizationChanged(_ authorization: PushAuthorization) {
+        change { $0.authorization = authorization }
     }
 
     /// A token from `Activity<…>.pushToStartTokenUpdates`; nil when the

@@ -69,7 +69,7 @@ import Testing
         await converge(client, "activity end") { try await activity(server, "match-7").isEmpty }
         #expect(try await devices(server, "alice") == ["phone-1": "\(tokenB) \(tokenC)"])
 
-        client.pushPermissionWithdrawn()
+        client.authorizationChanged(.denied)
         await converge(client, "permission withdrawn") { try await devices(server, "alice") == ["phone-1": "- \(tokenC)"] }
 
         client.signedOut()
