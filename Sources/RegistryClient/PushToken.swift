@@ -14,17 +14,6 @@ public enum PushPlatform: String, Sendable, Hashable {
 public enum APNsEnvironment: String, Sendable, Hashable {
     case production
     case sandbox
-
-    /// A simulator, or an install whose bundle carries
-    /// `embedded.mobileprovision` (a development or ad-hoc signature), talks to
-    /// the sandbox; a TestFlight or App Store build carries no profile and
-    /// talks to production. Pass `Bundle.main.bundleURL`, and on iOS
-    /// `isSimulator` from `#if targetEnvironment(simulator)`.
-    public static func detect(isSimulator: Bool, bundleURL: URL) -> APNsEnvironment {
-        if isSimulator { return .sandbox }
-        let profile = bundleURL.appendingPathComponent("embedded.mobileprovision").path
-        return FileManager.default.fileExists(atPath: profile) ? .sandbox : .production
-    }
 }
 
 /// A token as the server stores it: text plus the host it routes through.

@@ -2,8 +2,7 @@ import Foundation
 @testable import RegistryClient
 import Testing
 
-/// Requests as docs/api.md spells them, answers as the queue reads them, and the
-/// environment rule from the README.
+/// Requests as docs/api.md spells them, and answers as the queue reads them.
 @Suite struct EncodingTests {
     private func json(_ request: RegistryRequest) -> [String: Any] {
         (request.body.flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any]) ?? [:]
@@ -60,15 +59,5 @@ import Testing
         #expect(policy.delay(afterFailures: 500, retryAfter: nil) { 1 } == .seconds(300))
         #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(60)) { 1 } == .seconds(60))
         #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(86_400)) { 1 } == .seconds(3600))
-    }
-
-    @Test func environmentIsSandboxOnASimulatorOrWithAProvisioningProfile() throws {
-        let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("bundle-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: bundle) }
-        #expect(APNsEnvironment.detect(isSimulator: false, bundleURL: bundle) == .production)
-        #expect(APNsEnvironment.detect(isSimulator: true, bundleURL: bundle) == .sandbox)
-        try Data().write(to: bundle.appendingPathComponent("embedded.mobileprovision"))
-        #expect(APNsEnvironment.detect(isSimulator: false, bundleURL: bundle) == .sandbox)
     }
 }
