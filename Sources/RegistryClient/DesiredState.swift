@@ -46,9 +46,9 @@ public struct DesiredState: Sendable {
     /// What each server-side resource should hold; a resource absent here
     /// should not exist. Empty when signed out: the sign-out delete is the
     /// retired session's business, not this state's.
-    var targets: [Resource: Payload] {
+    var targets: [RegistryResource: Payload] {
         guard session != nil else { return [:] }
-        var targets: [Resource: Payload] = [
+        var targets: [RegistryResource: Payload] = [
             .device: .device(DevicePayload(pushToken: pushTokenFact, osVersion: osVersion, appVersion: appVersion)),
         ]
         if let pushToStartToken { targets[.pushToStart] = .token(pushToStartToken) }
@@ -73,7 +73,7 @@ extension DesiredState {
 /// push-to-start token, or one activity's update token. The order is the
 /// order the queue sends in: the device record first, so the launch upsert
 /// carries the metadata before the tokens that would create a bare record.
-enum Resource: Hashable, Comparable, Sendable {
+public enum RegistryResource: Hashable, Comparable, Sendable {
     case device
     case pushToStart
     case activity(String)

@@ -22,7 +22,7 @@ enum Outcome: Sendable, Equatable {
     /// same way. `URLSessionTransport` never follows a redirect, so one is
     /// a misconfigured base URL or a server pointing elsewhere, and retrying
     /// with backoff would only be redirected again.
-    case rejected(status: Int)
+    case rejected(status: Int, reason: String?)
 
     init(_ response: RegistryResponse, now: Date) {
         switch response.status {
@@ -31,8 +31,15 @@ enum Outcome: Sendable, Equatable {
         case 401: self = .unauthenticated
         case 408, 429, 500...:
             self = .transient(retryAfter: response.headers["retry-after"].flatMap { Self.retryAfter($0, now: now) })
-        default: self = .rejected(status: response.status)
+        default: self = .rejected(status: response.status, reason: Self.errorCode(response.body))
         }
+    }
+
+    /// The `error.code` of the server's error body, if it has one.
+    static func errorCode(_ body: Data) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+              let error = object["error"] as? [String: Any] else { return nil }
+        return error["code"] as? String
     }
 
     /// `Retry-After` as delta-seconds or an HTTP-date (RFC 9110 §10.2.3);

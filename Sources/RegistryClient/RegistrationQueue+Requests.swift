@@ -6,7 +6,7 @@ extension RegistrationQueue {
     /// stamped here, in the inbox, and only while the session is current, so
     /// stamps follow the queue's decisions and a sign-out's delete is stamped
     /// after every register it must beat.
-    func start(_ resource: Resource, _ payload: Payload?) {
+    func start(_ resource: RegistryResource, _ payload: Payload?) {
         guard let session = desired.session else { return }
         let operation = RegistryOperation(resource: resource, payload: payload)
         var sequence: UInt64?
@@ -48,7 +48,7 @@ extension RegistrationQueue {
                 bearer = fresh
             }
             guard let bearer else { return finishedDelete(signOut.sequence, .credentialUnavailable) }
-            _ = inbox.pin(bearer, signOut: signOut.sequence)
+            if let failure = inbox.pin(bearer, signOut: signOut.sequence) { notSaved(failure) }
             let outcome = await send(.signOut, bearer: bearer, deviceId: signOut.deviceId, appId: signOut.appId,
                                      sequence: signOut.sequence)
             finishedDelete(signOut.sequence, outcome)
@@ -89,23 +89,30 @@ extension RegistrationQueue {
         switch outcome {
         case .applied:
             succeeded()
-            conflicts[resource] = nil
+            if conflicts.removeValue(forKey: resource) != nil { events.emit(.conflictResolved(resource)) }
+            events.emit(.applied(resource))
             if let payload = request.payload {
                 known[resource] = Known(payload: payload, confirmedAt: clock.now)
             } else {
                 known[resource] = nil
             }
         case .transient(let retryAfter):
-            failed(retryAfter: retryAfter)
-        case .unauthenticated, .credentialUnavailable:
-            failed(retryAfter: nil)
+            failed(retryAfter: retryAfter, cause: .unavailable)
+        case .unauthenticated:
+            failed(retryAfter: nil, cause: .unauthenticated)
+        case .credentialUnavailable:
+            failed(retryAfter: nil, cause: .credentialUnavailable)
         case .stale:
             // Sent again by the next pump with a fresh sequence, if still wanted.
             let count = conflicts[resource].map { $0.payload == request.payload ? $0.count + 1 : 1 } ?? 1
             conflicts[resource] = (request.payload, count)
-            if count >= Self.conflictLimit { give(up: resource, request.payload) }
-        case .rejected:
+            if count >= Self.conflictLimit {
+                give(up: resource, request.payload)
+                events.emit(.refused(resource, status: 409, reason: "stale_write"))
+            }
+        case .rejected(let status, let reason):
             give(up: resource, request.payload)
+            events.emit(.refused(resource, status: status, reason: reason))
         }
         pump(flush: false)
     }
@@ -121,25 +128,33 @@ extension RegistrationQueue {
         switch outcome {
         case .transient(let retryAfter):
             deletes[index].task = nil
-            failed(retryAfter: retryAfter)
+            failed(retryAfter: retryAfter, cause: .unavailable)
         case .applied, .stale:
             if outcome == .applied { succeeded() }
             settle(index, .delivered)
-        case .unauthenticated, .credentialUnavailable, .rejected:
+            events.emit(.signOutDelivered)
+        case .unauthenticated:
             settle(index, .gaveUp)
+            events.emit(.signOutGivenUp(status: 401))
+        case .credentialUnavailable:
+            settle(index, .gaveUp)
+            events.emit(.signOutGivenUp(status: nil))
+        case .rejected(let status, _):
+            settle(index, .gaveUp)
+            events.emit(.signOutGivenUp(status: status))
         }
         pump(flush: false)
     }
 
     private func settle(_ index: Int, _ result: SignOutResult) {
         let sequence = deletes.remove(at: index).sequence
-        _ = inbox.settle(signOut: sequence)
+        if let failure = inbox.settle(signOut: sequence) { notSaved(failure) }
         resolveSignOut(sequence, result)
     }
 
     /// A refused payload is not sent again until the state changes; a refused
     /// delete is forgotten (the server will expire what it holds).
-    private func give(up resource: Resource, _ payload: Payload?) {
+    private func give(up resource: RegistryResource, _ payload: Payload?) {
         if let payload { refused[resource] = payload } else { known[resource] = nil }
     }
 
@@ -148,11 +163,18 @@ extension RegistrationQueue {
         notBefore = nil
     }
 
-    private func failed(retryAfter: Duration?) {
+    private func failed(retryAfter: Duration?, cause: RegistryEvent.BackoffCause) {
         failures += 1
         let delay = configuration.retryPolicy.delay(afterFailures: failures, retryAfter: retryAfter,
                                                     random: configuration.jitter)
         let until = clock.now.advanced(by: delay)
+        let (seconds, attoseconds) = (max(notBefore ?? until, until) - clock.now).components
         notBefore = max(notBefore ?? until, until)
+        events.emit(.backingOff(until: clock.date.addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18),
+                                cause: cause))
+    }
+
+    func notSaved(_ failure: any Error) {
+        events.emit(.signOutNotSaved(error: String(describing: failure)))
     }
 }

@@ -5,7 +5,7 @@
 ///   facts costs one request.
 /// - Single-flight: at most one request of the current session is in flight
 ///   (the token deletes carry no sequence, so two of one session in flight
-///   could land reversed); resources go in `Resource` order.
+///   could land reversed); resources go in `RegistryResource` order.
 /// - Skips what the server already holds. That knowledge lives in memory
 ///   only and expires after `refreshInterval`, so a fresh process sends once
 ///   and a long-lived one re-registers: this is how a registration the server
@@ -31,7 +31,7 @@ actor RegistrationQueue {
     /// The current session's request in flight.
     struct InFlight {
         var id: UInt64
-        var resource: Resource
+        var resource: RegistryResource
         var payload: Payload?
         var task: Task<Void, Never>
     }
@@ -56,13 +56,14 @@ actor RegistrationQueue {
     let transport: any RegistryTransport
     let clock: any RegistryClock
     let configuration: RegistryClient.Configuration
+    let events: EventSink
 
     var desired: DesiredState
     var seenVersion: UInt64 = 0
     var epoch: UInt64?
-    var known: [Resource: Known] = [:]
-    var refused: [Resource: Payload] = [:]
-    var conflicts: [Resource: (payload: Payload?, count: Int)] = [:]
+    var known: [RegistryResource: Known] = [:]
+    var refused: [RegistryResource: Payload] = [:]
+    var conflicts: [RegistryResource: (payload: Payload?, count: Int)] = [:]
     var current: InFlight?
     var deletes: [PendingDelete] = []
     var nextId: UInt64 = 0
@@ -77,8 +78,9 @@ actor RegistrationQueue {
     var closed = false
 
     init(inbox: Inbox, transport: any RegistryTransport, clock: any RegistryClock,
-         configuration: RegistryClient.Configuration) {
+         configuration: RegistryClient.Configuration, events: EventSink) {
         self.inbox = inbox
+        self.events = events
         self.transport = transport
         self.clock = clock
         self.configuration = configuration
@@ -183,10 +185,10 @@ actor RegistrationQueue {
         current = nil
     }
 
-    /// The first resource, in `Resource` order, whose server state differs
+    /// The first resource, in `RegistryResource` order, whose server state differs
     /// from the desired one (or is too old to trust), unless that exact
     /// payload was refused.
-    func nextWork(now: ContinuousClock.Instant) -> (Resource, Payload?)? {
+    func nextWork(now: ContinuousClock.Instant) -> (RegistryResource, Payload?)? {
         let targets = desired.targets
         for resource in Set(targets.keys).union(known.keys).sorted() {
             guard let wanted = targets[resource] else { return (resource, nil) }

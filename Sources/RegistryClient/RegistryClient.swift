@@ -14,6 +14,11 @@ import Foundation
 public final class RegistryClient: Sendable {
     private let inbox: Inbox
     private let queue: RegistrationQueue
+    private let sink: EventSink
+
+    /// What the client does, as it happens (see `RegistryEvent`). One
+    /// consumer; the newest 100 events are kept while nobody reads.
+    public let events: AsyncStream<RegistryEvent>
 
     /// - Parameters:
     ///   - deviceId: `identifierForVendor`, not a stored UUID: a stored one
@@ -32,7 +37,11 @@ public final class RegistryClient: Sendable {
                 configuration: Configuration = Configuration()) {
         inbox = Inbox(DesiredState(deviceId: deviceId, appId: appId, osVersion: osVersion, appVersion: appVersion),
                       clock: clock, sequenceStore: sequenceStore, signOutStore: signOutStore)
-        queue = RegistrationQueue(inbox: inbox, transport: transport, clock: clock, configuration: configuration)
+        let (events, continuation) = AsyncStream.makeStream(of: RegistryEvent.self, bufferingPolicy: .bufferingNewest(100))
+        self.events = events
+        sink = EventSink(continuation: continuation)
+        queue = RegistrationQueue(inbox: inbox, transport: transport, clock: clock, configuration: configuration,
+                                  events: sink)
         wake()
     }
 
@@ -45,7 +54,9 @@ public final class RegistryClient: Sendable {
     /// Another user than the current one is an account switch. To start a new
     /// session of the same user, call `signedOut()` first.
     public func signedIn(userId: String, credentials: @escaping @Sendable () async throws -> String) {
-        _ = inbox.signIn(userId: userId, credentials: credentials)
+        if let failure = inbox.signIn(userId: userId, credentials: credentials) {
+            sink.emit(.signOutNotSaved(error: String(describing: failure)))
+        }
         wake()
     }
 
@@ -54,7 +65,7 @@ public final class RegistryClient: Sendable {
     /// `SignOutStore` before this returns, so it is sent even if the app dies
     /// first; the next launch sends it.
     public func signedOut() {
-        _ = inbox.signOut()
+        if let failure = inbox.signOut().failure { sink.emit(.signOutNotSaved(error: String(describing: failure))) }
         wake()
     }
 
@@ -67,9 +78,9 @@ public final class RegistryClient: Sendable {
         guard let session = inbox.state.session else { return .notSignedIn }
         let credential = try? await session.credentials()
         let usable = credential.flatMap { BearerSubject.allows($0, for: session.userId) ? $0 : nil }
-        guard let sequence = inbox.signOut(credential: usable, epoch: session.epoch).sequence else {
-            return .notSignedIn
-        }
+        let (sequence, failure) = inbox.signOut(credential: usable, epoch: session.epoch)
+        if let failure { sink.emit(.signOutNotSaved(error: String(describing: failure))) }
+        guard let sequence else { return .notSignedIn }
         wake()
         return await queue.waitForSignOut(sequence, timeout: timeout)
     }
@@ -135,6 +146,7 @@ public final class RegistryClient: Sendable {
     /// sent. For tests and for an app that tears its services down.
     public func close() async {
         await queue.close()
+        sink.continuation.finish()
     }
 
     private func change(_ mutate: (inout DesiredState) -> Void) {

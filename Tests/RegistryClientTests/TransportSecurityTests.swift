@@ -34,7 +34,7 @@ import Testing
     @Test func aRedirectIsARefusalNotARetry() async throws {
         let now = Date(timeIntervalSince1970: 1_000_000)
         for status in [301, 302, 303, 307, 308] {
-            #expect(Outcome(RegistryResponse(status: status), now: now) == .rejected(status: status))
+            #expect(Outcome(RegistryResponse(status: status), now: now) == .rejected(status: status, reason: nil))
         }
         let (target, redirector) = try makeServers()
         defer { target.stop(); redirector.stop() }
