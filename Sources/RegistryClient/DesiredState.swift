@@ -23,14 +23,17 @@ public struct DesiredState: Sendable {
     public var authorization: PushAuthorization?
     /// The APNs (or FCM) device token as last issued; nil until one arrives.
     public var pushToken: PushToken?
-    /// The ActivityKit push-to-start token, or nil when there is none.
-    public var pushToStartToken: PushToken?
+    /// ActivityKit push-to-start tokens by attributes type (one
+    /// `pushToStartTokenUpdates` sequence each), so two types never
+    /// overwrite each other. The server holds one per device (API v1): the
+    /// token of the first type by name is registered.
+    public var pushToStartTokens: [String: PushToken]
     /// Running Live Activities that have an update token, by activity id.
     public var activities: [String: PushToken]
 
     public init(session: Session? = nil, deviceId: String, appId: String? = nil,
                 osVersion: String? = nil, appVersion: String? = nil, authorization: PushAuthorization? = nil,
-                pushToken: PushToken? = nil, pushToStartToken: PushToken? = nil,
+                pushToken: PushToken? = nil, pushToStartTokens: [String: PushToken] = [:],
                 activities: [String: PushToken] = [:]) {
         self.session = session
         self.deviceId = deviceId
@@ -39,7 +42,7 @@ public struct DesiredState: Sendable {
         self.appVersion = appVersion
         self.authorization = authorization
         self.pushToken = pushToken
-        self.pushToStartToken = pushToStartToken
+        self.pushToStartTokens = pushToStartTokens
         self.activities = activities
     }
 
@@ -51,7 +54,7 @@ public struct DesiredState: Sendable {
         var targets: [RegistryResource: Payload] = [
             .device: .device(DevicePayload(pushToken: pushTokenFact, osVersion: osVersion, appVersion: appVersion)),
         ]
-        if let pushToStartToken { targets[.pushToStart] = .token(pushToStartToken) }
+        if let type = pushToStartTokens.keys.min(), let token = pushToStartTokens[type] { targets[.pushToStart] = .token(token) }
         for (activityId, token) in activities { targets[.activity(activityId)] = .token(token) }
         return targets
     }

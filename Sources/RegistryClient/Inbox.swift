@@ -29,6 +29,9 @@ final class Inbox: @unchecked Sendable {
         var pending: [PendingSignOut]
         /// Sign-outs not yet handed to the queue.
         var fresh: [RetiredSession]
+        /// Activities of sessions that ended: a later token for one is the
+        /// old user's and is not registered for the next.
+        var endedActivities: Set<String> = []
     }
 
     private let lock = NSLock()
@@ -60,6 +63,16 @@ final class Inbox: @unchecked Sendable {
     func update(_ change: (inout DesiredState) -> Void) {
         withLock {
             change(&$0.state)
+            $0.version += 1
+        }
+    }
+
+    /// An activity's update token, unless the activity belonged to a
+    /// session that has ended.
+    func activityToken(_ token: PushToken, for activityId: String) {
+        withLock {
+            guard !$0.endedActivities.contains(activityId) else { return }
+            $0.state.activities[activityId] = token
             $0.version += 1
         }
     }
@@ -158,6 +171,8 @@ final class Inbox: @unchecked Sendable {
         contents.fresh.append(RetiredSession(signOut: signOut, credentials: credential == nil ? session.credentials : nil))
         contents.state.session = nil
         contents.lastCredential = nil
+        contents.endedActivities.formUnion(contents.state.activities.keys)
+        contents.state.activities = [:]
         return save(contents.pending)
     }
 

@@ -61,7 +61,8 @@ public final class RegistryClient: Sendable {
     }
 
     /// The user signed out (or was signed out): the session's registration is
-    /// deleted and nothing more is sent for it. The delete is saved to the
+    /// deleted and nothing more is sent for it, including its running Live
+    /// Activities, which are not carried into the next session. The delete is saved to the
     /// `SignOutStore` before this returns, so it is sent even if the app dies
     /// first; the next launch sends it.
     public func signedOut() {
@@ -102,16 +103,20 @@ public final class RegistryClient: Sendable {
         change { $0.authorization = authorization }
     }
 
-    /// A token from `Activity<…>.pushToStartTokenUpdates`; nil when the
-    /// system withdrew it.
-    public func pushToStartTokenReceived(_ token: PushToken?) {
-        change { $0.pushToStartToken = token }
+    /// A token from `Activity<Attributes>.pushToStartTokenUpdates`; nil when
+    /// the system withdrew it. `attributesType` names the sequence
+    /// (`String(describing: Attributes.self)`), so each type keeps its own.
+    public func pushToStartTokenReceived(_ token: PushToken?, attributesType: String) {
+        change { $0.pushToStartTokens[attributesType] = token }
     }
 
     /// An update token from one activity's `pushTokenUpdates`, first or
     /// rotated. `activityId` is the activity's subject (a match id, say).
+    /// An activity of a session that has since signed out stays out: its
+    /// registration ended with that session.
     public func activityTokenReceived(activityId: String, token: PushToken) {
-        change { $0.activities[activityId] = token }
+        inbox.activityToken(token, for: activityId)
+        wake()
     }
 
     /// The activity ended or was dismissed: its token is deleted.

@@ -118,7 +118,7 @@ import Testing
 
     @Test func activityTokensRegisterRotateAndDelete() async {
         let harness = Harness.signedIn()
-        harness.client.pushToStartTokenReceived(PushToken(value: tokenC))
+        harness.client.pushToStartTokenReceived(PushToken(value: tokenC), attributesType: "MatchAttributes")
         harness.client.activityTokenReceived(activityId: "match/7", token: PushToken(value: tokenA))
         await harness.client.flush()
         #expect(harness.server.seen.map(\.path) == [
@@ -132,7 +132,7 @@ import Testing
         #expect(harness.server.device("alice")?.activities == ["match/7": tokenB])
 
         harness.client.activityEnded(activityId: "match/7")
-        harness.client.pushToStartTokenReceived(nil)
+        harness.client.pushToStartTokenReceived(nil, attributesType: "MatchAttributes")
         await harness.client.flush()
         #expect(harness.server.seen.suffix(2).map(\.method) == ["DELETE", "DELETE"])
         #expect(harness.server.device("alice")?.activities == [:])

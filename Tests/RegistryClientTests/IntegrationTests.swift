@@ -54,7 +54,7 @@ import Testing
         let client = makeClient(server)
         try await signIn(client, server, "alice")
         client.pushTokenReceived(PushToken(value: tokenA))
-        client.pushToStartTokenReceived(PushToken(value: tokenC))
+        client.pushToStartTokenReceived(PushToken(value: tokenC), attributesType: "MatchAttributes")
         await converge(client, "launch") { try await devices(server, "alice") == ["phone-1": "\(tokenA) \(tokenC)"] }
 
         client.pushTokenReceived(PushToken(value: tokenB))

@@ -236,3 +236,30 @@ import Testing
         #expect(harness.server.seen.isEmpty, "a restored file names the old phone's id")
     }
 }
+
+/// Live Activities belong to the user who started them.
+@Suite struct ActivityOwnershipTests {
+    @Test func theOldUsersActivitiesAreNotRegisteredForTheNextUser() async {
+        let harness = Harness.signedIn("alice")
+        harness.client.activityTokenReceived(activityId: "match-1", token: PushToken(value: tokenC))
+        await harness.client.flush()
+        harness.client.signedOut()
+        harness.client.signedIn(userId: "bob", credentials: credentials("bob"))
+        await harness.client.flush()
+        harness.client.activityTokenReceived(activityId: "match-1", token: PushToken(value: tokenB))
+        await harness.client.flush()
+        #expect(harness.server.device("bob")?.activities == [:], "alice's activity followed her into bob's session")
+    }
+
+    @Test func pushToStartTokensOfTwoAttributesTypesDoNotOverwriteEachOther() async {
+        let harness = Harness.signedIn("alice")
+        harness.client.pushToStartTokenReceived(PushToken(value: tokenB), attributesType: "MatchAttributes")
+        harness.client.pushToStartTokenReceived(PushToken(value: tokenC), attributesType: "DeliveryAttributes")
+        harness.client.pushToStartTokenReceived(PushToken(value: tokenB), attributesType: "MatchAttributes")
+        await harness.client.flush()
+        #expect(harness.server.device("alice")?.pushToStartToken == tokenC, "the first type by name holds the slot")
+        harness.client.pushToStartTokenReceived(nil, attributesType: "DeliveryAttributes")
+        await harness.client.flush()
+        #expect(harness.server.device("alice")?.pushToStartToken == tokenB, "the other type's token stays known")
+    }
+}
