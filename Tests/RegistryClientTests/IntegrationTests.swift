@@ -167,8 +167,8 @@ import Testing
         let server = try await RegistrydProcess()
         defer { server.remove() }
         let client = makeClient(server)
-        try await signIn(client, server, "alice")
         client.pushTokenReceived(PushToken(value: "not-hex"))
+        try await signIn(client, server, "alice")
         await client.flush()
         client.pushTokenReceived(PushToken(value: tokenA))
         await converge(client, "the corrected token") { try await devices(server, "alice") == ["phone-1": "\(tokenA) -"] }
