@@ -33,16 +33,19 @@ import PackageDescription
 /// `CGlibcExtras` exposes the glibc calls the Glibc module leaves out
 /// (registryd turns core dumps off with them).
 /// `RegistryClient` is the app-side library: Foundation only, no dependency
-/// on the server's targets, so an app adds it alone.
+/// on the server's targets, so an app adds it alone; `RegistryClientActivityKit`
+/// watches ActivityKit's token sequences for it (compiled only where ActivityKit exists).
 /// `public` is a target's API; what only the engines and tests may use of
 /// the core (raw records, step loops, test hooks) is `package` access.
 let package = Package(
     name: "registryd",
-    // iOS: only RegistryClient is meant for it (Duration and ContinuousClock need iOS 16).
-    platforms: [.macOS(.v15), .iOS(.v16)],
+    // The floor is RegistryClient's (Duration and ContinuousClock need macOS 13 / iOS 16); the
+    // server targets import Glibc and build on Linux only, where these do not apply.
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "registryd", targets: ["registryd"]),
         .library(name: "RegistryClient", targets: ["RegistryClient"]),
+        .library(name: "RegistryClientActivityKit", targets: ["RegistryClientActivityKit"]),
     ],
     targets: [
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb",
@@ -79,6 +82,8 @@ let package = Package(
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryPostgres", "HTTPServer", "JWT", "JSON", "TokenSealing",
                                                             "Lifecycle", "Codecs", "Postgres", "CGlibcExtras", "APNs", "RegistryDelivery"]),
         .target(name: "RegistryClient"),
+        // ActivityKit glue for RegistryClient; empty where ActivityKit does not exist (Linux, macOS).
+        .target(name: "RegistryClientActivityKit", dependencies: ["RegistryClient"]),
         .executableTarget(name: "registry-bench", dependencies: ["RegistryCore", "RegistryLMDB", "RegistryPostgres", "LMDB", "COpenSSL", "Codecs", "Crypto", "TokenSealing"],
                          path: "Sources/registry-bench"),
 

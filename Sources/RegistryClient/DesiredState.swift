@@ -17,37 +17,58 @@ public struct DesiredState: Sendable {
     public var appId: String?
     public var osVersion: String?
     public var appVersion: String?
-    public var pushToken: PushTokenFact
-    /// The ActivityKit push-to-start token, or nil when there is none.
-    public var pushToStartToken: PushToken?
+    /// The OS notification authorization, as last read; nil until the app
+    /// reads it. Kept apart from the token: which of the two callbacks comes
+    /// last must not decide what the server holds.
+    public var authorization: PushAuthorization?
+    /// The APNs (or FCM) device token as last issued; nil until one arrives.
+    public var pushToken: PushToken?
+    /// ActivityKit push-to-start tokens by attributes type (one
+    /// `pushToStartTokenUpdates` sequence each), so two types never
+    /// overwrite each other. The server holds one per device (API v1): the
+    /// token of the first type by name is registered.
+    public var pushToStartTokens: [String: PushToken]
     /// Running Live Activities that have an update token, by activity id.
     public var activities: [String: PushToken]
 
     public init(session: Session? = nil, deviceId: String, appId: String? = nil,
-                osVersion: String? = nil, appVersion: String? = nil,
-                pushToken: PushTokenFact = .unknown, pushToStartToken: PushToken? = nil,
+                osVersion: String? = nil, appVersion: String? = nil, authorization: PushAuthorization? = nil,
+                pushToken: PushToken? = nil, pushToStartTokens: [String: PushToken] = [:],
                 activities: [String: PushToken] = [:]) {
         self.session = session
         self.deviceId = deviceId
         self.appId = appId
         self.osVersion = osVersion
         self.appVersion = appVersion
+        self.authorization = authorization
         self.pushToken = pushToken
-        self.pushToStartToken = pushToStartToken
+        self.pushToStartTokens = pushToStartTokens
         self.activities = activities
     }
 
     /// What each server-side resource should hold; a resource absent here
     /// should not exist. Empty when signed out: the sign-out delete is the
     /// retired session's business, not this state's.
-    var targets: [Resource: Payload] {
+    var targets: [RegistryResource: Payload] {
         guard session != nil else { return [:] }
-        var targets: [Resource: Payload] = [
-            .device: .device(DevicePayload(pushToken: pushToken, osVersion: osVersion, appVersion: appVersion)),
+        var targets: [RegistryResource: Payload] = [
+            .device: .device(DevicePayload(pushToken: pushTokenFact, osVersion: osVersion, appVersion: appVersion)),
         ]
-        if let pushToStartToken { targets[.pushToStart] = .token(pushToStartToken) }
+        if let type = pushToStartTokens.keys.min(), let token = pushToStartTokens[type] { targets[.pushToStart] = .token(token) }
         for (activityId, token) in activities { targets[.activity(activityId)] = .token(token) }
         return targets
+    }
+}
+
+extension DesiredState {
+    /// What the server should hold as the push token, derived when the
+    /// request is built: withdrawn while notifications are denied, whatever
+    /// token arrived; the token once one is known otherwise; left alone
+    /// before the first token (telling the server `null` at launch would drop
+    /// a working token until the callback arrives).
+    var pushTokenFact: PushTokenFact {
+        if authorization == .denied { return .withdrawn }
+        return pushToken.map(PushTokenFact.token) ?? .unknown
     }
 }
 
@@ -55,7 +76,7 @@ public struct DesiredState: Sendable {
 /// push-to-start token, or one activity's update token. The order is the
 /// order the queue sends in: the device record first, so the launch upsert
 /// carries the metadata before the tokens that would create a bare record.
-enum Resource: Hashable, Comparable, Sendable {
+public enum RegistryResource: Hashable, Comparable, Sendable {
     case device
     case pushToStart
     case activity(String)

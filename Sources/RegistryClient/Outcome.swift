@@ -10,15 +10,19 @@ enum Outcome: Sendable, Equatable {
     /// 401: the credential was not accepted. For the signed-in session it is
     /// retried like a transient failure, since the credential provider is
     /// asked again on the next attempt and may have refreshed an expired
-    /// token; for a retired session it ends the attempt.
+    /// token; for a retired session it ends the delete.
     case unauthenticated
+    /// The credential provider threw, so nothing was sent. Retried like a
+    /// transient failure for the signed-in session (the provider may recover);
+    /// final for a retired one.
+    case credentialUnavailable
     /// `409 stale_write`: the server holds a write with a higher sequence.
     case stale
     /// Any other 4xx, or a 3xx: sending the same state again would fail the
     /// same way. `URLSessionTransport` never follows a redirect, so one is
     /// a misconfigured base URL or a server pointing elsewhere, and retrying
     /// with backoff would only be redirected again.
-    case rejected(status: Int)
+    case rejected(status: Int, reason: String?)
 
     init(_ response: RegistryResponse, now: Date) {
         switch response.status {
@@ -27,8 +31,15 @@ enum Outcome: Sendable, Equatable {
         case 401: self = .unauthenticated
         case 408, 429, 500...:
             self = .transient(retryAfter: response.headers["retry-after"].flatMap { Self.retryAfter($0, now: now) })
-        default: self = .rejected(status: response.status)
+        default: self = .rejected(status: response.status, reason: Self.errorCode(response.body))
         }
+    }
+
+    /// The `error.code` of the server's error body, if it has one.
+    static func errorCode(_ body: Data) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+              let error = object["error"] as? [String: Any] else { return nil }
+        return error["code"] as? String
     }
 
     /// `Retry-After` as delta-seconds or an HTTP-date (RFC 9110 §10.2.3);

@@ -14,17 +14,6 @@ public enum PushPlatform: String, Sendable, Hashable {
 public enum APNsEnvironment: String, Sendable, Hashable {
     case production
     case sandbox
-
-    /// A simulator, or an install whose bundle carries
-    /// `embedded.mobileprovision` (a development or ad-hoc signature), talks to
-    /// the sandbox; a TestFlight or App Store build carries no profile and
-    /// talks to production. Pass `Bundle.main.bundleURL`, and on iOS
-    /// `isSimulator` from `#if targetEnvironment(simulator)`.
-    public static func detect(isSimulator: Bool, bundleURL: URL) -> APNsEnvironment {
-        if isSimulator { return .sandbox }
-        let profile = bundleURL.appendingPathComponent("embedded.mobileprovision").path
-        return FileManager.default.fileExists(atPath: profile) ? .sandbox : .production
-    }
 }
 
 /// A token as the server stores it: text plus the host it routes through.
@@ -50,14 +39,28 @@ public struct PushToken: Sendable, Hashable {
     }
 }
 
-/// What the app knows about its device push token.
+/// What the device record's push token should be.
 ///
 /// `unknown` differs from `withdrawn`: at launch the APNs callback has not
 /// arrived yet, and telling the server `pushToken: null` then would drop a
 /// working token for the few milliseconds until it does. `unknown` leaves the
 /// server's token as it is; `withdrawn` removes it.
-public enum PushTokenFact: Sendable, Hashable {
+enum PushTokenFact: Sendable, Hashable {
     case unknown
     case withdrawn
     case token(PushToken)
+}
+
+/// The OS notification authorization, as `UNNotificationSettings`
+/// reports it (`authorizationStatus`), without importing UserNotifications.
+///
+/// Only `denied` withdraws the push token from the server: a token under
+/// `notDetermined` still carries background pushes, and `provisional` and
+/// `ephemeral` deliver quietly.
+public enum PushAuthorization: String, Sendable, Hashable {
+    case notDetermined
+    case denied
+    case authorized
+    case provisional
+    case ephemeral
 }

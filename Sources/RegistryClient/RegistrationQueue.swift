@@ -5,7 +5,7 @@
 ///   facts costs one request.
 /// - Single-flight: at most one request of the current session is in flight
 ///   (the token deletes carry no sequence, so two of one session in flight
-///   could land reversed); resources go in `Resource` order.
+///   could land reversed); resources go in `RegistryResource` order.
 /// - Skips what the server already holds. That knowledge lives in memory
 ///   only and expires after `refreshInterval`, so a fresh process sends once
 ///   and a long-lived one re-registers: this is how a registration the server
@@ -18,8 +18,9 @@
 ///   sends again.
 /// - On sign-out, abandons the old session's request and knowledge, sends its
 ///   sequenced delete at once, and holds the next session's requests until
-///   that delete has been answered, so the old user's late register cannot
-///   take the push token back from the new user.
+///   that delete has been answered or `signOutGrace` has passed, so the old
+///   user's late register cannot take the push token back from the new user
+///   and a delete that cannot get through never blocks the next user.
 actor RegistrationQueue {
     /// What the queue believes the server holds for one resource.
     struct Known {
@@ -30,16 +31,18 @@ actor RegistrationQueue {
     /// The current session's request in flight.
     struct InFlight {
         var id: UInt64
-        var resource: Resource
+        var resource: RegistryResource
         var payload: Payload?
         var task: Task<Void, Never>
     }
 
-    /// A retired session's delete, waiting or in flight.
+    /// A retired session's delete, waiting or in flight; `sequence` names it.
     struct PendingDelete {
-        var id: UInt64
         var retired: RetiredSession
+        var queuedAt: ContinuousClock.Instant
         var task: Task<Void, Never>?
+
+        var sequence: UInt64 { retired.signOut.sequence }
     }
 
     /// 409s in a row for one payload before it counts as refused. The first
@@ -53,14 +56,14 @@ actor RegistrationQueue {
     let transport: any RegistryTransport
     let clock: any RegistryClock
     let configuration: RegistryClient.Configuration
-    var sequences: SequenceGenerator
+    let events: EventSink
 
     var desired: DesiredState
     var seenVersion: UInt64 = 0
     var epoch: UInt64?
-    var known: [Resource: Known] = [:]
-    var refused: [Resource: Payload] = [:]
-    var conflicts: [Resource: (payload: Payload?, count: Int)] = [:]
+    var known: [RegistryResource: Known] = [:]
+    var refused: [RegistryResource: Payload] = [:]
+    var conflicts: [RegistryResource: (payload: Payload?, count: Int)] = [:]
     var current: InFlight?
     var deletes: [PendingDelete] = []
     var nextId: UInt64 = 0
@@ -70,15 +73,17 @@ actor RegistrationQueue {
     var holdUntil: ContinuousClock.Instant?
     var timer: (id: UInt64, deadline: ContinuousClock.Instant, task: Task<Void, Never>)?
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    var signOutWaiters: [UInt64: [CheckedContinuation<SignOutResult, Never>]] = [:]
+    var signOutResults: [UInt64: SignOutResult] = [:]
     var closed = false
 
     init(inbox: Inbox, transport: any RegistryTransport, clock: any RegistryClock,
-         sequenceStore: any SequenceStore, configuration: RegistryClient.Configuration) {
+         configuration: RegistryClient.Configuration, events: EventSink) {
         self.inbox = inbox
+        self.events = events
         self.transport = transport
         self.clock = clock
         self.configuration = configuration
-        sequences = SequenceGenerator(store: sequenceStore)
         desired = inbox.state
     }
 
@@ -106,6 +111,34 @@ actor RegistrationQueue {
         deletes = []
         timer = nil
         resumeIdleWaiters()
+        for waiters in signOutWaiters.values { for waiter in waiters { waiter.resume(returning: .pending) } }
+        signOutWaiters = [:]
+    }
+
+    /// Waits until sign-out `sequence` is answered or `timeout` passes.
+    func waitForSignOut(_ sequence: UInt64, timeout: Duration) async -> SignOutResult {
+        if let result = signOutResults[sequence] { return result }
+        guard !closed else { return .pending }
+        let clock = self.clock, deadline = clock.now.advanced(by: timeout)
+        let timeoutTask = Task { [weak self] in
+            do { try await clock.sleep(until: deadline) } catch { return }
+            await self?.resolveSignOut(sequence, .pending, forget: false)
+        }
+        defer { timeoutTask.cancel() }
+        return await withCheckedContinuation { signOutWaiters[sequence, default: []].append($0) }
+    }
+
+    /// Answers those waiting on sign-out `sequence`; a final result is kept
+    /// for a waiter that comes later.
+    func resolveSignOut(_ sequence: UInt64, _ result: SignOutResult, forget: Bool = true) {
+        if forget { signOutResults[sequence] = result }
+        for waiter in signOutWaiters.removeValue(forKey: sequence) ?? [] { waiter.resume(returning: result) }
+    }
+
+    /// Whether the next session still waits for an old session's delete:
+    /// only while one is younger than `signOutGrace`.
+    func waitingForSignOut(now: ContinuousClock.Instant) -> Bool {
+        deletes.contains { now < $0.queuedAt.advanced(by: configuration.signOutGrace) }
     }
 
     var isBusy: Bool { current != nil || deletes.contains { $0.task != nil } }
@@ -122,7 +155,8 @@ actor RegistrationQueue {
         if gateOpen {
             notBefore = nil
             for index in deletes.indices where deletes[index].task == nil { startDelete(at: index) }
-            if current == nil, deletes.isEmpty, holdUntil == nil, let (resource, payload) = nextWork(now: now) {
+            if current == nil, !waitingForSignOut(now: now), holdUntil == nil,
+               let (resource, payload) = nextWork(now: now) {
                 start(resource, payload)
             }
         }
@@ -135,10 +169,7 @@ actor RegistrationQueue {
     /// old one.
     private func absorbInbox(now: ContinuousClock.Instant) {
         let (state, version, retired) = inbox.take()
-        for session in retired {
-            nextId += 1
-            deletes.append(PendingDelete(id: nextId, retired: session))
-        }
+        for session in retired { deletes.append(PendingDelete(retired: session, queuedAt: now)) }
         guard version != seenVersion else { return }
         seenVersion = version
         desired = state
@@ -154,10 +185,10 @@ actor RegistrationQueue {
         current = nil
     }
 
-    /// The first resource, in `Resource` order, whose server state differs
+    /// The first resource, in `RegistryResource` order, whose server state differs
     /// from the desired one (or is too old to trust), unless that exact
     /// payload was refused.
-    func nextWork(now: ContinuousClock.Instant) -> (Resource, Payload?)? {
+    func nextWork(now: ContinuousClock.Instant) -> (RegistryResource, Payload?)? {
         let targets = desired.targets
         for resource in Set(targets.keys).union(known.keys).sorted() {
             guard let wanted = targets[resource] else { return (resource, nil) }
@@ -170,13 +201,14 @@ actor RegistrationQueue {
     }
 
     /// One timer for the earliest future moment something may change: the
-    /// end of the coalescing window, of a backoff, or of a piece of
-    /// knowledge. Moments already past are the next completion's business
+    /// end of the coalescing window, of a backoff, of a sign-out's grace, or
+    /// of a piece of knowledge. Moments already past are the next completion's business
     /// (a timer for them would fire in a loop while a request is in flight).
     private func armTimer(now: ContinuousClock.Instant) {
         var deadlines: [ContinuousClock.Instant] = []
         if let holdUntil { deadlines.append(holdUntil) }
         if let notBefore { deadlines.append(notBefore) }
+        for pending in deletes { deadlines.append(pending.queuedAt.advanced(by: configuration.signOutGrace)) }
         for held in known.values { deadlines.append(held.confirmedAt.advanced(by: configuration.refreshInterval)) }
         guard let deadline = deadlines.filter({ $0 > now }).min() else {
             timer?.task.cancel()

@@ -13,14 +13,20 @@ extension RegistryClient {
         /// server lost. Firebase uses 7 days, Airship 24 hours.
         public var refreshInterval: Duration
         public var retryPolicy: RetryPolicy
+        /// How long the next session's requests wait for an old session's
+        /// delete before going anyway (the delete keeps trying beside them,
+        /// with a sequence that cannot undo them). Long enough for a request
+        /// of the old session still on the wire to land first.
+        public var signOutGrace: Duration
         /// A random number in 0...1 for backoff jitter; replaced in tests.
         var jitter: @Sendable () -> Double = { Double.random(in: 0...1) }
 
         public init(coalescingWindow: Duration = .milliseconds(250), refreshInterval: Duration = .seconds(86_400),
-                    retryPolicy: RetryPolicy = RetryPolicy()) {
+                    retryPolicy: RetryPolicy = RetryPolicy(), signOutGrace: Duration = .seconds(10)) {
             self.coalescingWindow = coalescingWindow
             self.refreshInterval = refreshInterval
             self.retryPolicy = retryPolicy
+            self.signOutGrace = signOutGrace
         }
     }
 }

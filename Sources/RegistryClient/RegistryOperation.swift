@@ -18,7 +18,7 @@ enum RegistryOperation: Sendable, Equatable {
     case readDevice
 
     /// The request that brings `resource` to `payload` (nil: gone).
-    init(resource: Resource, payload: Payload?) {
+    init(resource: RegistryResource, payload: Payload?) {
         switch (resource, payload) {
         case (.device, .device(let device)): self = .registerDevice(device)
         case (.device, _): self = .signOut

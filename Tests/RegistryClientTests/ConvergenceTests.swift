@@ -53,7 +53,7 @@ import Testing
     @Test func permissionWithdrawnSendsNullPushToken() async {
         let harness = Harness.signedIn()
         await harness.client.flush()
-        harness.client.pushPermissionWithdrawn()
+        harness.client.authorizationChanged(.denied)
         await harness.client.flush()
 
         let last = harness.server.seen.last
@@ -61,6 +61,22 @@ import Testing
         #expect(last?.body["pushToken"] is NSNull)
         #expect(harness.server.device("alice") != nil, "the device stays")
         #expect(harness.server.device("alice")?.pushToken == nil)
+    }
+
+    @Test func aTokenCallbackAfterADenialDoesNotUndoIt() async {
+        let harness = Harness.signedIn()
+        await harness.client.flush()
+        harness.client.authorizationChanged(.denied)
+        harness.client.pushTokenReceived(PushToken(value: tokenA))
+        await harness.client.flush()
+        #expect(harness.server.device("alice")?.pushToken == nil, "the callback that came last decided")
+
+        harness.client.authorizationChanged(.provisional)
+        await harness.client.flush()
+        #expect(harness.server.device("alice")?.pushToken == tokenA, "a permission granted again brings the token back")
+        harness.client.authorizationChanged(.authorized)
+        await harness.client.flush()
+        #expect(harness.server.seen.count == 3, "provisional to authorized changes nothing the server holds")
     }
 
     @Test func unknownPushTokenLeavesTheServersTokenAlone() async {
@@ -78,7 +94,7 @@ import Testing
         }
         harness.client.signedOut()
         harness.client.signedIn(userId: "alice", credentials: credentials("alice"))
-        #expect(harness.client.desiredState.pushToken == .token(PushToken(value: tokenC)))
+        #expect(harness.client.desiredState.pushToken == PushToken(value: tokenC))
         await harness.client.flush()
 
         #expect(harness.server.seen.map(\.method) == ["DELETE", "POST"], "the sign-out's delete, then the new session")
@@ -102,7 +118,7 @@ import Testing
 
     @Test func activityTokensRegisterRotateAndDelete() async {
         let harness = Harness.signedIn()
-        harness.client.pushToStartTokenReceived(PushToken(value: tokenC))
+        harness.client.pushToStartTokenReceived(PushToken(value: tokenC), attributesType: "MatchAttributes")
         harness.client.activityTokenReceived(activityId: "match/7", token: PushToken(value: tokenA))
         await harness.client.flush()
         #expect(harness.server.seen.map(\.path) == [
@@ -116,7 +132,7 @@ import Testing
         #expect(harness.server.device("alice")?.activities == ["match/7": tokenB])
 
         harness.client.activityEnded(activityId: "match/7")
-        harness.client.pushToStartTokenReceived(nil)
+        harness.client.pushToStartTokenReceived(nil, attributesType: "MatchAttributes")
         await harness.client.flush()
         #expect(harness.server.seen.suffix(2).map(\.method) == ["DELETE", "DELETE"])
         #expect(harness.server.device("alice")?.activities == [:])

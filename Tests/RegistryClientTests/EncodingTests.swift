@@ -2,8 +2,7 @@ import Foundation
 @testable import RegistryClient
 import Testing
 
-/// Requests as docs/api.md spells them, answers as the queue reads them, and the
-/// environment rule from the README.
+/// Requests as docs/api.md spells them, and answers as the queue reads them.
 @Suite struct EncodingTests {
     private func json(_ request: RegistryRequest) -> [String: Any] {
         (request.body.flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any]) ?? [:]
@@ -41,7 +40,9 @@ import Testing
         #expect(Outcome(RegistryResponse(status: 204), now: now) == .applied)
         #expect(Outcome(RegistryResponse(status: 409), now: now) == .stale)
         #expect(Outcome(RegistryResponse(status: 401), now: now) == .unauthenticated)
-        #expect(Outcome(RegistryResponse(status: 413), now: now) == .rejected(status: 413))
+        #expect(Outcome(RegistryResponse(status: 413), now: now) == .rejected(status: 413, reason: nil))
+        #expect(Outcome(RegistryResponse(status: 400, body: Data(#"{"error":{"code":"invalid_field","message":"x"}}"#.utf8)), now: now)
+                == .rejected(status: 400, reason: "invalid_field"))
         #expect(Outcome(RegistryResponse(status: 500), now: now) == .transient(retryAfter: nil))
         #expect(Outcome(RegistryResponse(status: 503, headers: ["Retry-After": "7"]), now: now)
                 == .transient(retryAfter: .seconds(7)))
@@ -60,15 +61,5 @@ import Testing
         #expect(policy.delay(afterFailures: 500, retryAfter: nil) { 1 } == .seconds(300))
         #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(60)) { 1 } == .seconds(60))
         #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(86_400)) { 1 } == .seconds(3600))
-    }
-
-    @Test func environmentIsSandboxOnASimulatorOrWithAProvisioningProfile() throws {
-        let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("bundle-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: bundle) }
-        #expect(APNsEnvironment.detect(isSimulator: false, bundleURL: bundle) == .production)
-        #expect(APNsEnvironment.detect(isSimulator: true, bundleURL: bundle) == .sandbox)
-        try Data().write(to: bundle.appendingPathComponent("embedded.mobileprovision"))
-        #expect(APNsEnvironment.detect(isSimulator: false, bundleURL: bundle) == .sandbox)
     }
 }

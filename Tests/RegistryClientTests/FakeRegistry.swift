@@ -45,6 +45,7 @@ final class FakeRegistry: RegistryTransport {
         var seen: [Seen] = []
         var script: (@Sendable (RegistryRequest) -> RegistryResponse?)?
         var holdNext = false
+        var offline = false
         var held: CheckedContinuation<Void, Never>?
     }
 
@@ -70,6 +71,9 @@ final class FakeRegistry: RegistryTransport {
         state.withLock { $0.devices[Key(user: user, device: device), default: Device()].sequence = sequence }
     }
 
+    /// While offline, every request fails as a network error and is not recorded.
+    func setOffline(_ offline: Bool) { state.withLock { $0.offline = offline } }
+
     /// The next request arrives (is recorded) but is applied only at `release()`.
     func holdNextRequest() { state.withLock { $0.holdNext = true } }
 
@@ -85,6 +89,7 @@ final class FakeRegistry: RegistryTransport {
     }
 
     func send(_ request: RegistryRequest) async throws -> RegistryResponse {
+        if state.withLock({ $0.offline }) { throw URLError(.notConnectedToInternet) }
         let user = String((request.headers["Authorization"] ?? "").dropFirst("Bearer token-".count))
         let components = URLComponents(string: "http://fake" + request.path)!
         let body = Self.object(request.body)

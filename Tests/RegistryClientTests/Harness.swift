@@ -7,20 +7,23 @@ struct Harness {
     let clock: ManualClock
     let server: FakeRegistry
     let store: InMemorySequenceStore
+    let signOuts: InMemorySignOutStore
     let client: RegistryClient
 
     /// Jitter is fixed at its maximum so backoff waits are exact; the
     /// coalescing window never ends by itself (the clock does not move), so
     /// a test decides when to send with `flush()`.
     init(server: FakeRegistry = FakeRegistry(), store: InMemorySequenceStore = InMemorySequenceStore(),
-         clock: ManualClock = ManualClock(), jitter: @escaping @Sendable () -> Double = { 1 }) {
+         signOuts: InMemorySignOutStore = InMemorySignOutStore(), clock: ManualClock = ManualClock(),
+         jitter: @escaping @Sendable () -> Double = { 1 }) {
         self.clock = clock
         self.server = server
         self.store = store
+        self.signOuts = signOuts
         var configuration = RegistryClient.Configuration()
         configuration.jitter = jitter
         client = RegistryClient(deviceId: "phone-1", osVersion: "18.2", appVersion: "2.1.0", transport: server,
-                                sequenceStore: store, clock: clock, configuration: configuration)
+                                sequenceStore: store, signOutStore: signOuts, clock: clock, configuration: configuration)
     }
 
     /// A client whose user is signed in with a token the fake reads back.

@@ -1,5 +1,6 @@
 import Foundation
 import RegistryClient
+import Synchronization
 import Testing
 
 /// The client against the real `registryd` on a free port with a fresh data
@@ -26,9 +27,9 @@ import Testing
         return tokens.map { "\($0["userId"] as? String ?? "?") \($0["deviceId"] as? String ?? "?") \($0["token"] as? String ?? "?")" }
     }
 
-    private func makeClient(_ server: RegistrydProcess) -> RegistryClient {
+    private func makeClient(_ server: RegistrydProcess, signOuts: any SignOutStore = InMemorySignOutStore()) -> RegistryClient {
         RegistryClient(deviceId: "phone-1", osVersion: "18.2", appVersion: "2.1.0", transport: server.transport,
-                       sequenceStore: InMemorySequenceStore(),
+                       sequenceStore: InMemorySequenceStore(), signOutStore: signOuts,
                        configuration: .init(coalescingWindow: .zero,
                                             retryPolicy: RetryPolicy(initialDelay: .milliseconds(100),
                                                                      maximumDelay: .milliseconds(400))))
@@ -54,7 +55,7 @@ import Testing
         let client = makeClient(server)
         try await signIn(client, server, "alice")
         client.pushTokenReceived(PushToken(value: tokenA))
-        client.pushToStartTokenReceived(PushToken(value: tokenC))
+        client.pushToStartTokenReceived(PushToken(value: tokenC), attributesType: "MatchAttributes")
         await converge(client, "launch") { try await devices(server, "alice") == ["phone-1": "\(tokenA) \(tokenC)"] }
 
         client.pushTokenReceived(PushToken(value: tokenB))
@@ -69,7 +70,7 @@ import Testing
         await converge(client, "activity end") { try await activity(server, "match-7").isEmpty }
         #expect(try await devices(server, "alice") == ["phone-1": "\(tokenB) \(tokenC)"])
 
-        client.pushPermissionWithdrawn()
+        client.authorizationChanged(.denied)
         await converge(client, "permission withdrawn") { try await devices(server, "alice") == ["phone-1": "- \(tokenC)"] }
 
         client.signedOut()
@@ -115,5 +116,67 @@ import Testing
             return alice == ["phone-1": "\(tokenB) -"] && fanOut == ["alice phone-1 \(tokenC)"]
         }
         await client.close()
+    }
+
+    @Test func signOutWhileOfflineIsDeliveredByTheNextLaunch() async throws {
+        let server = try await RegistrydProcess()
+        defer { server.remove() }
+        let signOuts = FileSignOutStore(url: URL(fileURLWithPath: server.directory + "/app/pending-sign-outs.json"))
+        let first = makeClient(server, signOuts: signOuts)
+        try await signIn(first, server, "alice")
+        first.pushTokenReceived(PushToken(value: tokenA))
+        await converge(first, "alice registered") { try await devices(server, "alice") == ["phone-1": "\(tokenA) -"] }
+
+        server.stop()
+        first.signedOut()
+        await first.flush()
+        await first.close()
+        #expect(signOuts.load().map(\.userId) == ["alice"])
+
+        try await server.start()
+        let second = makeClient(server, signOuts: signOuts)
+        await converge(second, "the relaunch deletes alice's registration") { try await devices(server, "alice").isEmpty }
+        #expect(signOuts.load().isEmpty)
+        await second.close()
+    }
+
+    @Test func accountSwitchUnderACredentialThatThrows() async throws {
+        let server = try await RegistrydProcess()
+        defer { server.remove() }
+        let client = makeClient(server)
+        let jwt = try await server.token(for: "alice")
+        let loggedOut = Mutex(false)
+        client.signedIn(userId: "alice") {
+            if loggedOut.withLock({ $0 }) { throw URLError(.userAuthenticationRequired) }
+            return jwt
+        }
+        client.pushTokenReceived(PushToken(value: tokenA))
+        await converge(client, "alice registered") { try await devices(server, "alice") == ["phone-1": "\(tokenA) -"] }
+
+        loggedOut.withLock { $0 = true }
+        client.signedOut()
+        try await signIn(client, server, "bob")
+        await converge(client, "bob registered, alice gone") {
+            let bob = try await devices(server, "bob"), alice = try await devices(server, "alice")
+            return bob == ["phone-1": "\(tokenA) -"] && alice.isEmpty
+        }
+        await client.close()
+    }
+
+    @Test func theEventsOfARefusedPayload() async throws {
+        let server = try await RegistrydProcess()
+        defer { server.remove() }
+        let client = makeClient(server)
+        client.pushTokenReceived(PushToken(value: "not-hex"))
+        try await signIn(client, server, "alice")
+        await client.flush()
+        client.pushTokenReceived(PushToken(value: tokenA))
+        await converge(client, "the corrected token") { try await devices(server, "alice") == ["phone-1": "\(tokenA) -"] }
+        client.signedOut()
+        await converge(client, "sign-out") { try await devices(server, "alice").isEmpty }
+        await client.close()
+        var events: [RegistryEvent] = []
+        for await event in client.events { events.append(event) }
+        #expect(events == [.refused(.device, status: 400, reason: "invalid_field"), .applied(.device), .signOutDelivered])
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import RegistryClient
+import Synchronization
 import Testing
 
 /// Sessions: sign-out deletes with a sequence and abandons the old session's
@@ -116,5 +117,149 @@ import Testing
         await third.client.flush()
         #expect((third.server.seen.last?.sequence ?? 0) > secondSequence)
         #expect(third.server.device("alice")?.pushToken == tokenC)
+    }
+}
+
+/// A sign-out whose credential can no longer be had: the app's
+/// `freshJWT()` throws once its user is logged out.
+@Suite struct EndedSessionCredentialTests {
+    @Test func aThrowingCredentialAfterSignOutDoesNotBlockTheNextUser() async {
+        let harness = Harness()
+        let loggedOut = Mutex(false)
+        harness.client.signedIn(userId: "alice") {
+            if loggedOut.withLock({ $0 }) { throw URLError(.userAuthenticationRequired) }
+            return "token-alice"
+        }
+        harness.client.pushTokenReceived(PushToken(value: tokenA))
+        await harness.client.flush()
+        loggedOut.withLock { $0 = true }
+        harness.client.signedOut()
+        harness.client.signedIn(userId: "bob", credentials: credentials("bob"))
+        await harness.client.flush()
+        await harness.advance(seconds: 60)
+        #expect(harness.server.device("bob")?.pushToken == tokenA, "bob waits for alice's delete for ever")
+        #expect(harness.server.device("alice") == nil, "sent with the credential alice had when she signed out")
+    }
+}
+
+/// A sign-out outlives the process that took it.
+@Suite struct DurableSignOutTests {
+    @Test func aSignOutNotYetSentIsSentByTheNextLaunch() async throws {
+        let server = FakeRegistry()
+        let first = Harness(server: server)
+        first.client.signedIn(userId: "alice", credentials: credentials("alice"))
+        first.client.pushTokenReceived(PushToken(value: tokenA))
+        await first.client.flush()
+        server.setOffline(true)
+        first.client.signedOut()
+        await first.client.flush()
+        await first.client.close()
+        #expect(server.device("alice") != nil)
+
+        server.setOffline(false)
+        #expect(first.signOuts.load().map(\.userId) == ["alice"], "saved before signedOut() returned")
+        let second = Harness(server: server, store: first.store, signOuts: first.signOuts)
+        await second.client.flush()
+        #expect(server.device("alice") == nil, "the next launch sends the delete")
+        #expect(second.signOuts.load().isEmpty)
+    }
+
+    @Test func theFileStoreReplacesItsFileAndReadsACorruptOneAsEmpty() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sign-outs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = FileSignOutStore(url: directory.appendingPathComponent("RegistryClient/pending-sign-outs.json"))
+        #expect(store.load().isEmpty)
+        let signOut = PendingSignOut(userId: "alice", deviceId: "phone-1", appId: "com.example", sequence: 7,
+                                     credential: "jwt", signedOutAt: Date(timeIntervalSince1970: 1_000))
+        try store.save([signOut])
+        #expect(FileSignOutStore(url: store.url).load() == [signOut])
+        try Data("{not json".utf8).write(to: store.url)
+        #expect(store.load().isEmpty)
+    }
+
+    @Test func theNextUserWaitsForAnUnansweredDeleteOnlyForTheGrace() async {
+        let harness = Harness.signedIn("alice")
+        await harness.client.flush()
+        harness.server.script { $0.method == "DELETE" ? RegistryResponse(status: 503) : nil }
+        harness.client.signedOut()
+        harness.client.signedIn(userId: "bob", credentials: credentials("bob"))
+        await harness.client.flush()
+        #expect(harness.server.device("bob") == nil, "bob waits while alice's delete is young")
+        await harness.advance(seconds: 10.5)
+        #expect(harness.server.device("bob")?.pushToken == tokenA)
+        let deletes = harness.server.seen.filter { $0.method == "DELETE" }
+        #expect(deletes.count >= 2 && Set(deletes.map(\.sequence)).count == 1, "a retry reuses the sign-out's sequence")
+        harness.server.script(nil)
+        await harness.advance(seconds: 600)
+        #expect(harness.server.device("alice") == nil)
+        #expect(harness.signOuts.load().isEmpty)
+    }
+
+    @Test func signOutWithATimeoutAsksForTheCredentialBeforeTheAppClearsIt() async {
+        let harness = Harness()
+        let loggedOut = Mutex(false)
+        harness.client.signedIn(userId: "alice") {
+            if loggedOut.withLock({ $0 }) { throw URLError(.userAuthenticationRequired) }
+            return "token-alice"
+        }
+        harness.server.storeSequence(1, user: "alice")
+        #expect(await harness.client.signOut(timeout: .seconds(5)) == .delivered)
+        loggedOut.withLock { $0 = true }
+        #expect(harness.server.device("alice") == nil)
+        #expect(await harness.client.signOut(timeout: .seconds(5)) == .notSignedIn)
+    }
+
+    @Test func aDeleteWithNoCredentialGivesUpAtOnce() async {
+        let harness = Harness()
+        harness.client.signedIn(userId: "alice") { throw URLError(.userAuthenticationRequired) }
+        #expect(await harness.client.signOut(timeout: .seconds(5)) == .gaveUp)
+        #expect(harness.server.seen.isEmpty)
+        #expect(harness.signOuts.load().isEmpty)
+    }
+
+    @Test func aCredentialForAnotherUserIsNotUsedForTheSignOut() {
+        func jwt(_ subject: String) -> String {
+            let claims = Data(#"{"sub":"\#(subject)","exp":1}"#.utf8).base64EncodedString()
+                .replacingOccurrences(of: "=", with: "")
+            return "eyJhbGciOiJFUzI1NiJ9.\(claims).c2ln"
+        }
+        #expect(BearerSubject.allows(jwt("alice"), for: "alice"))
+        #expect(!BearerSubject.allows(jwt("bob"), for: "alice"))
+        #expect(BearerSubject.allows("opaque-token", for: "alice"), "an opaque credential cannot be checked")
+    }
+
+    @Test func aSignOutLeftByAnotherPhoneIsNotReplayed() async {
+        let other = PendingSignOut(userId: "alice", deviceId: "phone-2", appId: nil, sequence: 5, credential: "token-alice",
+                                   signedOutAt: Date())
+        let harness = Harness(signOuts: InMemorySignOutStore([other]))
+        await harness.client.flush()
+        #expect(harness.server.seen.isEmpty, "a restored file names the old phone's id")
+    }
+}
+
+/// Live Activities belong to the user who started them.
+@Suite struct ActivityOwnershipTests {
+    @Test func theOldUsersActivitiesAreNotRegisteredForTheNextUser() async {
+        let harness = Harness.signedIn("alice")
+        harness.client.activityTokenReceived(activityId: "match-1", token: PushToken(value: tokenC))
+        await harness.client.flush()
+        harness.client.signedOut()
+        harness.client.signedIn(userId: "bob", credentials: credentials("bob"))
+        await harness.client.flush()
+        harness.client.activityTokenReceived(activityId: "match-1", token: PushToken(value: tokenB))
+        await harness.client.flush()
+        #expect(harness.server.device("bob")?.activities == [:], "alice's activity followed her into bob's session")
+    }
+
+    @Test func pushToStartTokensOfTwoAttributesTypesDoNotOverwriteEachOther() async {
+        let harness = Harness.signedIn("alice")
+        harness.client.pushToStartTokenReceived(PushToken(value: tokenB), attributesType: "MatchAttributes")
+        harness.client.pushToStartTokenReceived(PushToken(value: tokenC), attributesType: "DeliveryAttributes")
+        harness.client.pushToStartTokenReceived(PushToken(value: tokenB), attributesType: "MatchAttributes")
+        await harness.client.flush()
+        #expect(harness.server.device("alice")?.pushToStartToken == tokenC, "the first type by name holds the slot")
+        harness.client.pushToStartTokenReceived(nil, attributesType: "DeliveryAttributes")
+        await harness.client.flush()
+        #expect(harness.server.device("alice")?.pushToStartToken == tokenB, "the other type's token stays known")
     }
 }

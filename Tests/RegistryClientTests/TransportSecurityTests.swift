@@ -34,7 +34,7 @@ import Testing
     @Test func aRedirectIsARefusalNotARetry() async throws {
         let now = Date(timeIntervalSince1970: 1_000_000)
         for status in [301, 302, 303, 307, 308] {
-            #expect(Outcome(RegistryResponse(status: status), now: now) == .rejected(status: status))
+            #expect(Outcome(RegistryResponse(status: status), now: now) == .rejected(status: status, reason: nil))
         }
         let (target, redirector) = try makeServers()
         defer { target.stop(); redirector.stop() }
@@ -43,7 +43,7 @@ import Testing
         configuration.jitter = { 1 }
         let client = RegistryClient(
             deviceId: "phone-1", transport: try URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:\(redirector.port)")!, timeout: 5),
-            sequenceStore: InMemorySequenceStore(), clock: clock, configuration: configuration)
+            sequenceStore: InMemorySequenceStore(), signOutStore: InMemorySignOutStore(), clock: clock, configuration: configuration)
         client.signedIn(userId: "alice", credentials: credentials("alice"))
         client.pushTokenReceived(PushToken(value: tokenA))
         await client.flush()
