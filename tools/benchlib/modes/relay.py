@@ -49,6 +49,9 @@ STREAMS = 1000                # APNsClientConfiguration: maxStreamsPerConnection
 # takes the CPU registryd, wrk and the server leave, rather than a fair share of the two cores
 # (h2load measures it at the same niceness, so the rate ratio compares like with like).
 FAKE_NICE = 19
+# At nice 19 beside wrk's load the fake can take longer than APNs would to answer; registryd's
+# default 10 s would turn those late answers into `unknown` deliveries, a fact about the fake.
+REQUEST_TIMEOUT = "60s"
 POLL_SECONDS = 0.01
 FINAL_TIMEOUT = 300           # seconds a fan-out may take before the run gives up on it
 PAYLOAD = {"aps": {"timestamp": 1700000000, "event": "update", "content-state": {"score": "2-1", "minute": 67}}}
@@ -112,7 +115,8 @@ def start_fake(run):
 def delivery_flags(fake, p8):
     return ["--apns-key-file", p8, "--apns-key-id", KEY_ID, "--apns-team-id", TEAM_ID,
             "--apns-topic", f"{APP_ID}={BUNDLE}", "--apns-production-url", fake.url("production"),
-            "--apns-sandbox-url", fake.url("sandbox"), "--apns-ca-file", fake.ca_file]
+            "--apns-sandbox-url", fake.url("sandbox"), "--apns-ca-file", fake.ca_file,
+            "--apns-request-timeout", REQUEST_TIMEOUT]
 
 
 def h2load_command_for(run, fake, p8):
