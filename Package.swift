@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["COpenSSL", "Crypto", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
-        .target(name: "APNs", dependencies: ["CCurl", "COpenSSL", "Codecs", "JSON", "Lifecycle"]),
+        .target(name: "APNs", dependencies: ["CCurl", "COpenSSL", "CGlibcExtras", "Codecs", "JSON", "Lifecycle"]),
         .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "APNs", "Lifecycle"]),
         .target(name: "RegistryHTTP", dependencies: ["RegistryCore", "HTTPServer", "JWT", "JSON", "Codecs"],
                 // The OpenAPI document, compiled into the binary as `PackageResources.openapi_json`

@@ -1,3 +1,4 @@
+import CGlibcExtras
 import CCurl
 import Foundation
 import Lifecycle
@@ -75,6 +76,7 @@ public final class APNsClient: Service {
         }
         guard first else { return }
         let thread = Thread { [self] in
+            if configuration.threadNiceness != 0 { _ = registryd_set_thread_niceness(configuration.threadNiceness) }
             TransferLoop(client: self).run()
             finished.signal()
         }

@@ -21,6 +21,11 @@ public struct APNsClientConfiguration: Sendable {
     /// Streams in flight per connection (APNs allows about 1000); more
     /// requests wait in memory, unsent.
     public var maxStreamsPerConnection: Int
+    /// The nice value of the client's thread (Linux keeps one per thread):
+    /// a server whose own API must stay fast while it sends gives this
+    /// thread a higher one, so under CPU contention sending slows rather
+    /// than answering. 0 keeps the process's.
+    public var threadNiceness: Int32 = 0
 
     public init(productionURL: String = Self.productionDefault, sandboxURL: String = Self.sandboxDefault,
                 caFile: String? = nil, requestTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5),
