@@ -107,6 +107,8 @@ package final class RegistrydServer: Sendable {
     package let port: Int
     private let stderr: Pipe
     private let logText: Mutex<String>
+    /// Signalled once the stderr reader has seen the end of the pipe.
+    private let readerDone = DispatchSemaphore(value: 0)
 
     /// Starts `serve --listen 127.0.0.1:0` plus `arguments` and waits (up to
     /// 20 s, off the cooperative pool) for its port. `launcher`, when given,
@@ -137,6 +139,15 @@ package final class RegistrydServer: Sendable {
         }
         self.port = port
         logText = Mutex(log)
+        // Keep reading after the port: a server that logs much (one line per failed delivery)
+        // would otherwise fill the pipe and block on its next log line.
+        let reader = Thread { [self] in
+            while case let chunk = errors.fileHandleForReading.availableData, !chunk.isEmpty {
+                logText.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+            readerDone.signal()
+        }
+        reader.start()
     }
 
     /// What the server wrote to stderr so far (all of it once stopped).
@@ -146,8 +157,8 @@ package final class RegistrydServer: Sendable {
     package func stop() -> Int32 {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
-        let rest = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        logText.withLock { $0 += rest }
+        readerDone.wait()
+        readerDone.signal()
         return process.terminationStatus
     }
 }
