@@ -87,9 +87,8 @@ public struct DeliveryAttempt: Sendable {
             return finish(.failed, status: status, reason: reason, effect: nil, retried: true)
         }
         let base = 1000.0 * Double(1 << (retries - 1))
-        var delay = Int64(base * (0.75 + 0.5 * jitter))
-        if let retryAfter { delay = max(delay, retryAfter.milliseconds) }
-        let at = Timestamp(milliseconds: now.milliseconds + delay)
+        var at = now.adding(.milliseconds(Int64(base * (0.75 + 0.5 * jitter))))
+        if let retryAfter { at = max(at, now.adding(retryAfter)) }
         guard at <= claimed.notification.expiration else {
             return finish(.expired, status: status, reason: reason, effect: nil, retried: true)
         }
@@ -103,13 +102,5 @@ public struct DeliveryAttempt: Sendable {
             reason: reason, environment: environment, requests: requests, retried: retried, notBefore: notBefore,
             tokenFingerprint: HistoryEvent.fingerprint(of: claimed.token))
         return .finish(settlement, effect: effect, configurationProblem: configurationProblem)
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds (rounded down).
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }

@@ -18,8 +18,18 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     /// `duration` earlier, to the millisecond: a TTL's cutoff. Wraps rather
     /// than traps, like `adding(seconds:)`.
     public func subtracting(_ duration: Duration) -> Timestamp {
+        Timestamp(milliseconds: milliseconds &- Self.milliseconds(in: duration))
+    }
+
+    /// `duration` later, to the millisecond (a retry's time). Wraps rather than traps.
+    public func adding(_ duration: Duration) -> Timestamp {
+        Timestamp(milliseconds: milliseconds &+ Self.milliseconds(in: duration))
+    }
+
+    /// A duration's whole milliseconds (rounded down).
+    private static func milliseconds(in duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
-        return Timestamp(milliseconds: milliseconds &- (seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000))
+        return seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000
     }
 
     public var description: String { "\(milliseconds)ms" }
