@@ -32,8 +32,8 @@ struct DeliverySchema: Sendable {
     }
 }
 
-/// Keys of the delivery databases: fixed-width big-endian parts, so byte
-/// order is time order.
+/// Keys of the delivery databases: fixed-width big-endian parts
+/// (`BigEndian`), so byte order is time order.
 enum DeliveryKey {
     /// The 16 bytes of a notification id (a UUID); `nil` for anything else.
     static func id(_ text: String) -> [UInt8]? {
@@ -47,25 +47,21 @@ enum DeliveryKey {
         return UUID(uuid: raw).uuidString.lowercased()
     }
 
-    static func item(_ id: [UInt8], _ index: UInt32) -> [UInt8] { id + bigEndian(UInt64(index), bytes: 4) }
+    static func item(_ id: [UInt8], _ index: UInt32) -> [UInt8] { id + BigEndian.bytes(UInt64(index), count: 4) }
 
     /// `due` and `sending`: a time, then the item's key.
     static func timed(_ time: Timestamp, _ item: [UInt8]) -> [UInt8] {
-        bigEndian(UInt64(bitPattern: max(time.milliseconds, 0)), bytes: 8) + item
+        BigEndian.bytes(UInt64(bitPattern: max(time.milliseconds, 0)), count: 8) + item
     }
 
     static func time(of key: [UInt8]) -> Timestamp {
-        Timestamp(milliseconds: Int64(bitPattern: key.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }))
+        Timestamp(milliseconds: Int64(bitPattern: BigEndian.value(key.prefix(8))))
     }
 
     /// The item key inside a `due` or `sending` key.
     static func item(inTimed key: [UInt8]) -> [UInt8] { Array(key.dropFirst(8)) }
 
     static func index(ofItem key: [UInt8]) -> UInt32 {
-        UInt32(key.suffix(4).reduce(0) { $0 << 8 | UInt64($1) })
-    }
-
-    static func bigEndian(_ value: UInt64, bytes: Int) -> [UInt8] {
-        (0..<bytes).reversed().map { UInt8(truncatingIfNeeded: value >> (UInt64($0) * 8)) }
+        UInt32(BigEndian.value(key.suffix(4)))
     }
 }

@@ -24,7 +24,7 @@ extension LMDBRegistryStore: DeliveryStore {
             }
             try w.txn.put([], for: DeliveryKey.timed(notification.createdAt, id), in: d.byCreation)
             if let key = notification.idempotencyKey {
-                try w.txn.put(id + DeliveryKey.bigEndian(UInt64(bitPattern: notification.createdAt.milliseconds), bytes: 8),
+                try w.txn.put(id + BigEndian.bytes(UInt64(bitPattern: notification.createdAt.milliseconds), count: 8),
                               for: Array(key.utf8), in: d.idempotency)
             }
             return .accepted(notification)

@@ -99,3 +99,17 @@ package struct ByteReader {
         guard index == bytes.count else { throw StoredValueError(what: what, reason: "trailing bytes") }
     }
 }
+
+/// Fixed-width big-endian unsigned integers, as keys hold times, buckets,
+/// counters and indexes: byte order is then numeric order.
+package enum BigEndian {
+    /// The low `count` bytes of `value`, most significant first.
+    package static func bytes(_ value: UInt64, count: Int) -> [UInt8] {
+        (0..<count).reversed().map { UInt8(truncatingIfNeeded: value >> (UInt64($0) * 8)) }
+    }
+
+    /// The value of up to 8 bytes, most significant first.
+    package static func value(_ bytes: some Collection<UInt8>) -> UInt64 {
+        bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

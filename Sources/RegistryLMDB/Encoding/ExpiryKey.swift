@@ -39,13 +39,13 @@ package struct ExpiryKey: Hashable {
     package init?(bytes: [UInt8]) {
         guard bytes.count > 9, let kind = Kind(rawValue: bytes[0]) else { return nil }
         self.kind = kind
-        self.bucket = bytes[1..<9].reduce(0) { $0 << 8 | UInt64($1) }
+        self.bucket = BigEndian.value(bytes[1..<9])
         self.recordKey = Array(bytes[9...])
     }
 
     /// The first key of `kind` in `bucket`: where a sweep starts (bucket 0)
     /// or stops (the bucket after its cutoff).
     package static func start(of kind: Kind, bucket: UInt64) -> [UInt8] {
-        [kind.rawValue] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: bucket >> UInt64($0 * 8)) }
+        [kind.rawValue] + BigEndian.bytes(bucket, count: 8)
     }
 }

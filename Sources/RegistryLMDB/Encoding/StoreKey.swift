@@ -41,20 +41,16 @@ package enum StoreKey {
     /// milliseconds) and a counter (4 bytes) for events of one millisecond,
     /// so a user's events are in time order and a reverse scan is newest first.
     package static func history(_ user: String, at time: Timestamp, counter: UInt32) -> [UInt8] {
-        var key = StoreKey.user(user)
-        let ms = UInt64(max(0, time.milliseconds))
-        for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: ms >> UInt64(shift))) }
-        for shift in stride(from: 24, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: counter >> UInt32(shift))) }
-        return key
+        StoreKey.user(user) + BigEndian.bytes(UInt64(max(0, time.milliseconds)), count: 8)
+            + BigEndian.bytes(UInt64(counter), count: 4)
     }
 
     /// (time, counter) of a history key: its last 12 bytes.
     package static func historyClock(_ key: [UInt8]) -> (at: Timestamp, counter: UInt32)? {
         guard key.count > 12 else { return nil }
         let tail = key.suffix(12)
-        let ms = tail.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let counter = tail.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        return (Timestamp(milliseconds: Int64(bitPattern: ms)), counter)
+        return (Timestamp(milliseconds: Int64(bitPattern: BigEndian.value(tail.prefix(8)))),
+                UInt32(BigEndian.value(tail.suffix(4))))
     }
 
     /// The record a (user, app, device) key names; `nil` when malformed.
