@@ -11,13 +11,29 @@ public enum DeliveryReason {
 }
 
 extension DeliveryRecord {
-    /// Claimed for sending with the holder's `token` as it is now (its
-    /// environment and fingerprint may have changed since it was accepted).
-    package mutating func claim(_ token: TokenValue, now: Timestamp) {
+    /// A due `queued` delivery taken off the queue inside the claiming write
+    /// transaction `txn`, every engine the same way: past `expiration` it is
+    /// `expired`; with its holder's token as it is now it is `sending` (the
+    /// token's environment and fingerprint may have changed since it was
+    /// accepted); without one, `failed` (`token_removed`). Returns the token
+    /// to send to, `nil` when it is not sent.
+    package mutating func takeFromQueue(expiration: Timestamp, in txn: some RecordTransaction,
+                                        now: Timestamp) throws -> TokenValue? {
+        updatedAt = now
+        if now > expiration {
+            state = .expired
+            return nil
+        }
+        guard let token = try target.currentToken(in: txn) else {
+            state = .failed
+            reason = DeliveryReason.tokenRemoved
+            return nil
+        }
         state = .sending
         claimedAt = now
         environment = token.environment
         tokenFingerprint = HistoryEvent.fingerprint(of: token.token)
+        return token
     }
 
     /// Applies a sender's settlement to a `sending` delivery (every engine the same way).

@@ -93,19 +93,9 @@ extension LMDBRegistryStore: DeliveryStore {
                       var notification = try notifications.get(Array(item.prefix(16))) else { continue }
                 var delivery = try DeliveryRecord(notificationId: notification.id, index: DeliveryKey.index(ofItem: item), decoding: bytes)
                 guard delivery.state == .queued else { continue }
-                var token: TokenValue?
-                if now > notification.expiration {
-                    delivery.state = .expired
-                } else if let current = try delivery.target.currentToken(in: w) {
-                    token = current
-                    delivery.claim(current, now: now)
-                    try w.txn.put([], for: DeliveryKey.timed(now, item), in: d.sending)
-                } else {
-                    delivery.state = .failed
-                    delivery.reason = DeliveryReason.tokenRemoved
-                }
+                let token = try delivery.takeFromQueue(expiration: notification.expiration, in: w, now: now)
+                if token != nil { try w.txn.put([], for: DeliveryKey.timed(now, item), in: d.sending) }
                 notification.counts.move(from: .queued, to: delivery.state)
-                delivery.updatedAt = now
                 try w.txn.put(delivery.encoded(), for: item, in: d.items)
                 notifications.set(Array(item.prefix(16)), notification)
                 if let token { claimed.append(ClaimedDelivery(delivery: delivery, token: token.token, notification: notification)) }

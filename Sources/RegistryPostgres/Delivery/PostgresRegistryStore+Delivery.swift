@@ -91,7 +91,7 @@ extension PostgresRegistryStore: DeliveryStore {
 
     /// Locks up to `limit` due `queued` rows, oldest due first, skipping
     /// rows another node is claiming; reads each holder's token with the
-    /// registry's own reads in the same transaction (`currentToken(in:)`);
+    /// registry's own reads in the same transaction (`takeFromQueue`);
     /// writes the rows back (`sending`, `expired`, or `failed`) in one
     /// statement, then the notifications' counts.
     public func claim(limit: Int) async throws -> [ClaimedDelivery] {
@@ -118,17 +118,7 @@ extension PostgresRegistryStore: DeliveryStore {
             var moves: [String: DeliveryCounts] = [:]
             for var delivery in due {
                 guard let notification = notifications[delivery.notificationId] else { continue }
-                var token: TokenValue?
-                if w.now > notification.expiration {
-                    delivery.state = .expired
-                } else if let current = try delivery.target.currentToken(in: w) {
-                    token = current
-                    delivery.claim(current, now: w.now)
-                } else {
-                    delivery.state = .failed
-                    delivery.reason = DeliveryReason.tokenRemoved
-                }
-                delivery.updatedAt = w.now
+                let token = try delivery.takeFromQueue(expiration: notification.expiration, in: w, now: w.now)
                 moves[delivery.notificationId, default: DeliveryCounts()].move(from: .queued, to: delivery.state)
                 changed.append(delivery)
                 tokens.append(token?.token)
