@@ -48,6 +48,18 @@ import Testing
         }
     }
 
+    @Test func withoutAnExpirationANotificationExpiresAnHourAfterItWasAccepted() async throws {
+        try await Harness.with { plain in
+            let h = plain.delivering()
+            await h.register("d1", user: "alice", #""pushToken": "\#(token(1))""#)
+            let reply = await h.notify(Self.alert)
+            let id = try #require(reply.json["notification"]?["id"]?.string, "\(reply.text)")
+            let stored = try #require(try await h.store.notification(id: id))
+            #expect(stored.expiration == stored.createdAt.adding(seconds: 3600),
+                    "created \(stored.createdAt), expires \(stored.expiration)")
+        }
+    }
+
     @Test func showPagesThroughTheDeliveries() async throws {
         try await Harness.with { plain in
             let h = plain.delivering()

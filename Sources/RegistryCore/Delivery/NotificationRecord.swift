@@ -14,17 +14,11 @@ public struct NotificationRecord: Sendable, Hashable {
     public var counts: DeliveryCounts
 
     public init(id: String, createdAt: Timestamp, request: NotificationRequest, counts: DeliveryCounts) {
-        self.id = id
-        self.createdAt = createdAt
-        appId = request.appId
-        pushType = request.pushType
-        payload = request.payload
-        priority = request.priority
-        expiration = request.expiration
-        collapseId = request.collapseId
-        idempotencyKey = request.idempotencyKey
-        digest = request.digest
-        self.counts = counts
+        self.init(id: id, createdAt: createdAt, appId: request.appId, pushType: request.pushType, payload: request.payload,
+                  priority: request.priority,
+                  expiration: request.expiration ?? createdAt.adding(NotificationRequest.defaultLifetime),
+                  collapseId: request.collapseId, idempotencyKey: request.idempotencyKey, digest: request.digest,
+                  counts: counts)
     }
 
     package init(id: String, createdAt: Timestamp, appId: String, pushType: PushType, payload: [UInt8], priority: Int,

@@ -27,8 +27,10 @@ public struct NotificationRequest: Sendable, Hashable {
     public var payload: [UInt8]
     /// 10, 5 or 1.
     public var priority: Int
-    /// Past it, a delivery not yet sent becomes `expired`.
-    public var expiration: Timestamp
+    /// Past it, a delivery not yet sent becomes `expired`; `nil`: an hour
+    /// after the notification is accepted (`NotificationRecord`, by the
+    /// store's clock, as its `createdAt`).
+    public var expiration: Timestamp?
     public var collapseId: String?
     public var idempotencyKey: String?
     /// SHA-256 of the request as received (its canonical form): a second
@@ -37,7 +39,7 @@ public struct NotificationRequest: Sendable, Hashable {
     public var digest: [UInt8]
 
     public init(target: NotificationTarget, appId: String, pushType: PushType, payload: [UInt8], priority: Int,
-                expiration: Timestamp, collapseId: String?, idempotencyKey: String?, digest: [UInt8]) {
+                expiration: Timestamp?, collapseId: String?, idempotencyKey: String?, digest: [UInt8]) {
         self.target = target
         self.appId = appId
         self.pushType = pushType
@@ -49,6 +51,8 @@ public struct NotificationRequest: Sendable, Hashable {
         self.digest = digest
     }
 
+    /// How long a notification given no expiration may wait to be sent.
+    public static let defaultLifetime: Duration = .seconds(3600)
     /// APNs' payload limit, in bytes, as sent.
     public static let maxPayloadBytes = 4096
     /// The most deliveries one notification may hold: a larger fan-out is

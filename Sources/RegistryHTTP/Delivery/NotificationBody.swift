@@ -5,7 +5,7 @@ import RegistryCore
 /// `POST /internal/v1/notifications`'s body, checked member by member (each
 /// failure a 400 naming the member, an oversized payload a 413).
 enum NotificationBody {
-    static func parse(_ body: [UInt8], topics: [String: String], now: Timestamp) throws(APIError) -> NotificationRequest {
+    static func parse(_ body: [UInt8], topics: [String: String]) throws(APIError) -> NotificationRequest {
         let fields = try BodyFields(body: body)
         let target = try self.target(fields)
         let appId = try fields.optionalAppId() ?? Identifier.defaultAppId
@@ -26,7 +26,6 @@ enum NotificationBody {
         if let givenExpiration, givenExpiration < 0 || givenExpiration > 253_402_300_799 {
             throw .invalidField("expiration", "must be epoch seconds")
         }
-        let expiration = givenExpiration.map { Timestamp(milliseconds: $0 * 1000) } ?? now.adding(seconds: 3600)
         let collapseId = try fields.optionalString("collapseId")
         if let collapseId, collapseId.isEmpty || collapseId.utf8.count > NotificationRequest.maxCollapseIdBytes {
             throw .invalidField("collapseId", "must be 1 to \(NotificationRequest.maxCollapseIdBytes) bytes")
@@ -43,7 +42,7 @@ enum NotificationBody {
             .int(Int64(priority)), givenExpiration.map { .int($0) } ?? .null, collapseId.map { .string($0) } ?? .null,
         ]))
         return NotificationRequest(target: target, appId: appId, pushType: pushType, payload: payload, priority: priority,
-                                   expiration: expiration, collapseId: collapseId, idempotencyKey: idempotencyKey,
+                                   expiration: givenExpiration.map { Timestamp(milliseconds: $0 * 1000) }, collapseId: collapseId, idempotencyKey: idempotencyKey,
                                    digest: SHA256.hash(canonical.bytes))
     }
 

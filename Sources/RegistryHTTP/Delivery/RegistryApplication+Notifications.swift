@@ -8,7 +8,7 @@ import RegistryCore
 extension RegistryApplication {
     func acceptNotification(_ call: Call) async throws -> HTTPResponse {
         guard let delivery else { throw APIError.deliveryNotConfigured }
-        let request = try NotificationBody.parse(call.request.body, topics: delivery.topics, now: Timestamp(secondsSince1970: Date().timeIntervalSince1970))
+        let request = try NotificationBody.parse(call.request.body, topics: delivery.topics)
         let outcome: EnqueueOutcome
         do {
             outcome = try await delivery.intake.accept(request)
