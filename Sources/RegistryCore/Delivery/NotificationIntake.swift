@@ -12,17 +12,22 @@ public struct NotificationIntake: Sendable {
     let registry: any RegistryStore
     let deliveries: any DeliveryStore
     let clock: any WallClock
+    /// The most tokens one notification's target may hold.
+    let maxDeliveries: Int
 
-    public init(registry: any RegistryStore, deliveries: any DeliveryStore, clock: any WallClock = SystemClock()) {
+    public init(registry: any RegistryStore, deliveries: any DeliveryStore, clock: any WallClock = SystemClock(),
+                maxDeliveries: Int = NotificationRequest.maxDeliveries) {
         self.registry = registry
         self.deliveries = deliveries
         self.clock = clock
+        self.maxDeliveries = maxDeliveries
     }
 
     /// Throws `RegistryError.invalidField(field: "target")` when the target
-    /// holds more than `NotificationRequest.maxDeliveries` tokens.
+    /// holds more than `maxDeliveries` tokens.
     public func accept(_ request: NotificationRequest) async throws -> EnqueueOutcome {
         let targets = try await resolve(request.target, appId: request.appId)
+        try checkSize(targets.count)
         let now = clock.now()
         let id = UUID().uuidString.lowercased()
         var counts = DeliveryCounts()
@@ -71,7 +76,7 @@ public struct NotificationIntake: Sendable {
                                                               kind: .activity, activityId: activity),
                                        token: token.token, platform: .apns, environment: token.environment))
                 }
-                try checkSize(found.count)
+                try checkSize(found.count)  // and stop paging through a huge activity early
                 cursor = page.nextCursor
             } while cursor != nil
             return found
@@ -89,8 +94,8 @@ public struct NotificationIntake: Sendable {
     }
 
     private func checkSize(_ count: Int) throws {
-        guard count <= NotificationRequest.maxDeliveries else {
-            throw RegistryError.invalidField(field: "target", message: "holds more than \(NotificationRequest.maxDeliveries) tokens")
+        guard count <= maxDeliveries else {
+            throw RegistryError.invalidField(field: "target", message: "holds more than \(maxDeliveries) tokens")
         }
     }
 }
