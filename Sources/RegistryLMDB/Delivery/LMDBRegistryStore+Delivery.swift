@@ -137,6 +137,7 @@ extension LMDBRegistryStore: DeliveryStore {
                 return stale.count < 10_000
             }
             var notifications = Notifications(txn: w.txn, schema: d)
+            var abandoned = 0
             for key in stale {
                 _ = try w.txn.delete(key, in: d.sending)
                 let item = DeliveryKey.item(inTimed: key)
@@ -144,12 +145,13 @@ extension LMDBRegistryStore: DeliveryStore {
                 var delivery = try DeliveryRecord(notificationId: notification.id, index: DeliveryKey.index(ofItem: item), decoding: bytes)
                 guard delivery.state == .sending else { continue }
                 delivery.abandon(now: w.now)
+                abandoned += 1
                 notification.counts.move(from: .sending, to: .unknown)
                 try w.txn.put(delivery.encoded(), for: item, in: d.items)
                 notifications.set(Array(item.prefix(16)), notification)
             }
             try notifications.save()
-            return stale.count
+            return abandoned
         }
     }
 
