@@ -95,11 +95,11 @@ public final class DeliverySender: Service {
         var maintenance = Maintenance(now: ContinuousClock.now)
         await withTaskGroup(of: Void.self) { group in
             while !isStopping {
-                let free = configuration.maxInFlight - inFlight.load(ordering: .relaxed)
+                let wanted = min(configuration.maxInFlight - inFlight.load(ordering: .relaxed), configuration.claimBatch)
                 var claimed: [ClaimedDelivery] = []
-                if free > 0 {
+                if wanted > 0 {
                     do {
-                        claimed = try await store.claim(limit: min(free, configuration.claimBatch))
+                        claimed = try await store.claim(limit: wanted)
                     } catch {
                         observer.senderError("claim", error)
                     }
@@ -113,7 +113,8 @@ public final class DeliverySender: Service {
                     }
                 }
                 await maintenance.run(self)
-                if claimed.isEmpty || claimed.count < min(free, configuration.claimBatch) {
+                // Fewer than asked for: nothing more is due (or there is no room), so wait for a wake-up.
+                if claimed.isEmpty || claimed.count < wanted {
                     await wake.wait(upTo: configuration.pollInterval)
                 }
             }

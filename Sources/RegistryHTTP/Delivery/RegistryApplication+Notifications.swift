@@ -18,7 +18,7 @@ extension RegistryApplication {
         switch outcome {
         case .accepted(let notification):
             delivery.accepted()
-            metrics.recordNotificationAccepted(deliveries: notification.counts.total)
+            metrics.delivery.recordAccepted(deliveries: notification.counts.total)
             return Self.json(202, capacity: 512) { w in Self.notificationDocument(notification, into: &w) }
         case .existing(let notification):
             return Self.json(200, capacity: 512) { w in Self.notificationDocument(notification, into: &w) }

@@ -73,7 +73,7 @@ public final class DeliveryMetrics: Sendable {
         }
     }
 
-    func accepted(deliveries: Int) {
+    func recordAccepted(deliveries: Int) {
         state.withLock { s in
             s.accepted += 1
             s.acceptedDeliveries += UInt64(deliveries)

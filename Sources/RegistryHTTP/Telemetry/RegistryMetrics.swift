@@ -34,8 +34,6 @@ public final class RegistryMetrics: Sendable {
 
     public init() {}
 
-    func recordNotificationAccepted(deliveries: Int) { delivery.accepted(deliveries: deliveries) }
-
     public func recordRequest(route: String, status: Int, seconds: Double) {
         state.withLock { s in
             s.requests[RequestKey(route: route, status: status), default: 0] += 1
