@@ -152,31 +152,19 @@ public struct TokenSealer: Sendable {
     /// `open` over bytes in place (e.g. a value still in the database's map).
     public func open(_ sealed: UnsafeRawBufferPointer, context: [UInt8] = [],
                      format: UInt8 = formatVersion) throws(TokenSealError) -> [UInt8] {
-        guard sealed.count >= Self.overhead else { throw .truncated(length: sealed.count) }
-        guard sealed[0] == format else { throw .unsupportedVersion(sealed[0]) }
-        guard let key = prepared.sealingKey(id: sealed[1]) else { throw .unknownKey(sealed[1]) }
-        let length = sealed.count - Self.overhead
-        let ciphertextStart = Self.headerLength + Self.nonceLength
-        func open(into output: UnsafeMutableRawBufferPointer) -> Bool {
-            context.withUnsafeBytes { context in
-                key.open(nonce: UnsafeRawBufferPointer(rebasing: sealed[Self.headerLength..<ciphertextStart]),
-                         associatedData: UnsafeRawBufferPointer(rebasing: sealed[..<Self.headerLength]),
-                         moreAssociatedData: context,
-                         ciphertext: UnsafeRawBufferPointer(rebasing: sealed[ciphertextStart..<(ciphertextStart + length)]),
-                         tag: UnsafeRawBufferPointer(rebasing: sealed[(ciphertextStart + length)...]),
-                         plaintext: output)
-            }
-        }
+        let (key, length) = try opening(sealed, format: format)
         // An empty token skips Array(unsafeUninitializedCapacity: 0), which
         // writes the count into the shared empty-array singleton (a race
         // ThreadSanitizer reports when threads do it at once).
         guard length > 0 else {
-            guard open(into: UnsafeMutableRawBufferPointer(start: nil, count: 0)) else { throw .authenticationFailed }
+            guard open(sealed, context: context, key, into: UnsafeMutableRawBufferPointer(start: nil, count: 0)) else {
+                throw .authenticationFailed
+            }
             return []
         }
         var opened = false
         let token = [UInt8](unsafeUninitializedCapacity: length) { output, initialized in
-            opened = open(into: UnsafeMutableRawBufferPointer(output))
+            opened = open(sealed, context: context, key, into: UnsafeMutableRawBufferPointer(output))
             // Key.open zeroes the buffer when it refuses, so it is initialised either way.
             initialized = length
         }
@@ -184,10 +172,46 @@ public struct TokenSealer: Sendable {
         return token
     }
 
-    /// The id of the key that sealed `sealed`, or nil when it is not a
-    /// sealed value of a format this build knows (`format(of:)` tells which). Reads the header only (no
-    /// authentication): for finding values still under an old key during a
-    /// rotation, never for trusting a value.
+    /// `open`, decrypted straight into a string's storage (the stores read
+    /// tokens as strings: this spares an array and a second copy per token).
+    /// What was sealed was a string's UTF-8, and GCM authenticates it, so
+    /// the string's own UTF-8 check never finds anything to repair.
+    public func openString(_ sealed: UnsafeRawBufferPointer, context: [UInt8] = [],
+                           format: UInt8 = formatVersion) throws(TokenSealError) -> String {
+        let (key, length) = try opening(sealed, format: format)
+        var opened = false
+        let text = String(unsafeUninitializedCapacity: length) { output in
+            opened = open(sealed, context: context, key, into: UnsafeMutableRawBufferPointer(output))
+            return opened ? length : 0
+        }
+        guard opened else { throw .authenticationFailed }
+        return text
+    }
+
+    /// The key that sealed `sealed` and its plaintext length, or why it cannot be opened.
+    private func opening(_ sealed: UnsafeRawBufferPointer, format: UInt8) throws(TokenSealError) -> (AESGCM.Key, Int) {
+        guard sealed.count >= Self.overhead else { throw .truncated(length: sealed.count) }
+        guard sealed[0] == format else { throw .unsupportedVersion(sealed[0]) }
+        guard let key = prepared.sealingKey(id: sealed[1]) else { throw .unknownKey(sealed[1]) }
+        return (key, sealed.count - Self.overhead)
+    }
+
+    /// Decrypts `sealed` (checked by `opening`) into `output` (its plaintext
+    /// length); false when it does not authenticate, with `output` zeroed.
+    private func open(_ sealed: UnsafeRawBufferPointer, context: [UInt8], _ key: AESGCM.Key,
+                      into output: UnsafeMutableRawBufferPointer) -> Bool {
+        let ciphertextStart = Self.headerLength + Self.nonceLength
+        let ciphertextEnd = sealed.count - Self.tagLength
+        return context.withUnsafeBytes { context in
+            key.open(nonce: UnsafeRawBufferPointer(rebasing: sealed[Self.headerLength..<ciphertextStart]),
+                     associatedData: UnsafeRawBufferPointer(rebasing: sealed[..<Self.headerLength]),
+                     moreAssociatedData: context,
+                     ciphertext: UnsafeRawBufferPointer(rebasing: sealed[ciphertextStart..<ciphertextEnd]),
+                     tag: UnsafeRawBufferPointer(rebasing: sealed[ciphertextEnd...]),
+                     plaintext: output)
+        }
+    }
+
     public func keyID(of sealed: [UInt8]) -> UInt8? {
         sealed.withUnsafeBytes { keyID(of: $0) }
     }

@@ -1,3 +1,4 @@
+import COpenSSL
 import Crypto
 import Codecs
 import Dispatch
@@ -107,6 +108,27 @@ import Testing
         #expect(throws: TokenSealError.unknownKey(200)) { try sealer.open(sealed) }
     }
 
+    /// The string form opens what the array form opens and refuses what it refuses, with the same error.
+    @Test func openStringAgreesWithOpen() throws {
+        let sealer = TokenSealer(ring: try TokenKeyRing.generate())
+        let text = "6c3b2e9a8f1d4c7b5a0e3f2d1c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b"
+        let sealed = sealer.seal(Array(text.utf8), context: Self.push)
+        let openString = { (value: [UInt8], context: [UInt8]) throws(TokenSealError) -> String in
+            try value.withUnsafeBytes { bytes in Result { () throws(TokenSealError) in try sealer.openString(bytes, context: context) } }.get()
+        }
+        #expect(try openString(sealed, Self.push) == text)
+        #expect(try openString(sealer.seal([]), []) == "")
+        #expect(throws: TokenSealError.authenticationFailed) { try openString(sealed, Self.pushToStart) }
+        var changed = sealed
+        changed[20] ^= 1
+        #expect(throws: TokenSealError.authenticationFailed) { try openString(changed, Self.push) }
+        changed = sealed
+        changed[1] = 200
+        #expect(throws: TokenSealError.unknownKey(200)) { try openString(changed, Self.push) }
+        #expect(throws: TokenSealError.truncated(length: 29)) { try openString(Array(sealed.prefix(29)), Self.push) }
+        #expect(throws: TokenSealError.unsupportedVersion(1)) { try openString([1] + sealed.dropFirst(), Self.push) }
+    }
+
     @Test func rotation() throws {
         let first = try TokenKeyRing.generate()
         let old = TokenSealer(ring: first).seal(Self.token, context: Self.push)
@@ -165,6 +187,47 @@ import Testing
                                                               key: sealer.ring.indexKey) {
                     failures.add(1, ordering: .relaxed)
                 }
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+    }
+}
+
+/// `ContextPool`: a context has one user at a time; callers beyond its
+/// slots get contexts of their own; a dropped slot is claimed again.
+@Suite struct ContextPoolTests {
+    @Test func slotsAreTakenOnceAndGivenBack() throws {
+        let pool = ContextPool()
+        var slots: [Int] = []
+        for _ in 0..<ContextPool.capacity {
+            let taken = try #require(pool.take())
+            #expect(taken.context == nil)
+            slots.append(taken.slot)
+        }
+        #expect(Set(slots).count == ContextPool.capacity)
+        #expect(pool.take() == nil)
+        let context = try #require(EVP_CIPHER_CTX_new())
+        pool.give(context, to: slots[5])
+        let again = try #require(pool.take())
+        #expect(again.slot == slots[5] && again.context == context)
+        pool.drop(context, from: again.slot)
+        let claimed = try #require(pool.take())
+        #expect(claimed.slot == slots[5] && claimed.context == nil)
+        pool.drop(nil, from: claimed.slot)
+    }
+
+    /// More threads than the pool has slots, each checking that no other
+    /// thread holds the context it was handed (a context in two calls at
+    /// once would corrupt both).
+    @Test func concurrentCallersNeverShareAContext() throws {
+        let sealer = TokenSealer(ring: try TokenKeyRing.generate())
+        let sealed = (0..<8).map { sealer.seal(Array("token-\($0)".utf8), context: TokenSealerTests.push) }
+        let failures = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: ContextPool.capacity + 16) { thread in
+            for round in 0..<200 {
+                let index = (thread + round) % sealed.count
+                let opened = try? sealer.open(sealed[index], context: TokenSealerTests.push)
+                if opened != Array("token-\(index)".utf8) { failures.add(1, ordering: .relaxed) }
             }
         }
         #expect(failures.load(ordering: .relaxed) == 0)

@@ -58,14 +58,10 @@ public struct TokenVault: Sendable {
 
     private func open(_ sealed: ArraySlice<UInt8>, context: [UInt8], format: UInt8) throws -> String {
         do {
-            // Straight from the stored value's bytes, without copying them.
-            let opened = try sealed.withUnsafeBytes { bytes in
-                try sealer.open(bytes, context: context, format: format)
+            // Straight from the stored value's bytes into the string, without copying them.
+            return try sealed.withUnsafeBytes { bytes in
+                try sealer.openString(bytes, context: context, format: format)
             }
-            guard let text = String(validating: opened, as: UTF8.self) else {
-                throw StoredValueError(what: "token", reason: "sealed bytes are not UTF-8")
-            }
-            return text
         } catch let error as TokenSealError {
             if case .unknownKey(let id) = error { throw UnknownSealingKey(keyID: id) }
             throw StoredValueError(what: "token", reason: "cannot be opened: \(error)")
