@@ -14,12 +14,15 @@ PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 POLICY = "/usr/sbin/policy-rc.d"
 
 
-def install(repo, postgres):
-    """Installs what is missing; `postgres`: the run needs PostgreSQL 15 (tools/install-deps --test)."""
+def install(repo, postgres, peer=False):
+    """Installs what is missing; `postgres`: the run needs PostgreSQL 15 (tools/install-deps --test); `peer`:
+    django-push-notifications and gunicorn in their virtual environment (tools/install-deps --peer)."""
     subprocess.run([os.path.join(repo, "tools", "install-deps")], check=True)
     if postgres and not os.access(os.path.join(PG_BIN, "pg_ctl"), os.X_OK):
         log("installing PostgreSQL 15 (tools/install-deps --test)")
         subprocess.run([os.path.join(repo, "tools", "install-deps"), "--test"], check=True)
+    if peer:
+        subprocess.run([os.path.join(repo, "tools", "install-deps"), "--peer"], check=True)
     need = missing_packages()
     if need:
         install_packages(need)

@@ -46,7 +46,7 @@ def main(argv):
     signal.signal(signal.SIGTERM, interrupted)
     run = None
     try:
-        build.install(REPO, postgres=options.pg_sides > 0)
+        build.install(REPO, postgres=options.pg_sides > 0, peer=options.compare_peer)
         os.environ["PATH"] = "/opt/swift/usr/bin" + os.pathsep + os.environ.get("PATH", "")
         registryd, registry_bench = build.build_binaries()
         run = Run(options, REPO, registryd, registry_bench, build.nginx_binary())

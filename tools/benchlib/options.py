@@ -25,10 +25,12 @@ class UsageError(Exception):
 
 @dataclasses.dataclass
 class Side:
-    """One store of a --stores run: name (lmdb, pgN), label, PostgreSQL pool size (0 for LMDB)."""
+    """One store of a --stores run: name (lmdb, pgN), label, PostgreSQL pool size (0 for LMDB); or, `peer`,
+    the peer of --compare-peer (name "peer", pool 0)."""
     name: str
     label: str
     pool: int
+    peer: bool = False
 
 
 @dataclasses.dataclass
@@ -48,6 +50,8 @@ class Options:
     stores: str = ""
     pg_pool: str = "16"
     pg_statements: bool = False
+    compare_peer: bool = False
+    peer_workers: str = ""
     command_line: str = "tools/bench"
     sides: list = dataclasses.field(default_factory=list)
     against_sha: str = ""
@@ -62,8 +66,13 @@ class Options:
 
 VALUED = {"--duration": "duration", "--threads": "threads", "--connections": "connections", "--out": "out",
           "--scale": "scale", "--only": "only", "--devices": "devices", "--against": "against",
-          "--rounds": "rounds", "--stores": "stores", "--postgres-pool-size": "pg_pool"}
-SWITCHES = {"--sweep": "sweep", "--relay": "relay", "--keep": "keep", "--pg-statements": "pg_statements"}
+          "--rounds": "rounds", "--stores": "stores", "--postgres-pool-size": "pg_pool",
+          "--peer-workers": "peer_workers"}
+SWITCHES = {"--sweep": "sweep", "--relay": "relay", "--keep": "keep", "--pg-statements": "pg_statements",
+            "--compare-peer": "compare_peer"}
+# The peer's gunicorn sync workers by default: the count that gave it its best launch-upsert rate on 2 cores.
+PEER_WORKERS = "4"
+PEER_WORKLOAD = "reregister-hs256"   # the launch upsert, the one workload the peer is measured on
 
 
 def parse(argv, repo):
@@ -110,7 +119,7 @@ def read_store(options, value):
 
 
 def check_numbers(options):
-    given = [value for value in (options.scale, options.devices, options.rounds) if value]
+    given = [value for value in (options.scale, options.devices, options.rounds, options.peer_workers) if value]
     for value in [options.duration, options.threads, options.connections, options.pg_pool] + given:
         if not re.fullmatch(r"[1-9][0-9]*", value):
             raise UsageError(f"'{value}' is not a positive whole number")
@@ -129,6 +138,10 @@ def check_modes(options):
         raise UsageError("--rounds goes with --against, --stores or --relay")
     if options.pg_statements and not options.stores:
         raise UsageError("--pg-statements goes with --stores (or --store postgres)")
+    if options.compare_peer and not options.stores:
+        raise UsageError("--compare-peer goes with --stores (or --store postgres)")
+    if options.peer_workers and not options.compare_peer:
+        raise UsageError("--peer-workers goes with --compare-peer")
 
 
 def check_relay(options):
@@ -160,6 +173,12 @@ def check_stores(options):
     options.rounds = options.rounds or "3"
     options.only = options.only or COMPARED_DEFAULT
     check_compared_workloads(options, "--stores")
+    if options.compare_peer:
+        if not options.pg_sides:
+            raise UsageError("--compare-peer wants a PostgreSQL store (the peer runs on the same server)")
+        if PEER_WORKLOAD not in options.only.split(","):
+            raise UsageError(f"--compare-peer measures the launch upsert: --only must include {PEER_WORKLOAD}")
+        options.peer_workers = options.peer_workers or PEER_WORKERS
 
 
 def store_side(entry, default_pool):

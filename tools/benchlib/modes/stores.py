@@ -1,9 +1,11 @@
 """--stores LIST (--store postgres = --stores lmdb,postgres): the same workloads on registryd over LMDB
 and over PostgreSQL (one private durable server; every PostgreSQL store a registryd with its own pool
 size, all sharing one database as nodes of one registry do) in one run, in rounds with the first
-store rotating. The report: per workload each store's median req/s and p99, the ratio to LMDB and to
-django-push-notifications' 240 upserts/s; every round with the CPU registryd and PostgreSQL used;
-PostgreSQL's commits, rollbacks, WAL flushes and rows written; with --pg-statements, its statements.
+store rotating. With --compare-peer, django-push-notifications under gunicorn (benchlib.peer) on the same
+server takes its turn in the launch upsert's rounds. The report: per workload each store's median req/s
+and p99, the ratio to LMDB and to the peer's launch upserts measured in the run (without --compare-peer,
+to the quoted 240 upserts/s); every round with the CPU the server and PostgreSQL used; PostgreSQL's
+commits, rollbacks, WAL flushes and rows written; with --pg-statements, its statements.
 """
 
 import os
@@ -11,22 +13,36 @@ import time
 
 from .. import keys, procfs, report, servers, workloads
 from ..dataset import bytes_on_disk, load, thousands
-from ..options import COMPARED_WORKLOADS
+from ..options import COMPARED_WORKLOADS, PEER_WORKLOAD, Side
+from ..peer import SCRIPT as PEER_SCRIPT, Peer
 from ..postgres import Postgres, delta
 from ..report import commas, median
 from ..run import log
+from ..wrk import run_wrk
 
-# django-push-notifications' durable upserts/s on PostgreSQL 15 on these machines, quoted (no script
-# here measures it): the launch upsert's goal on PostgreSQL is 10 times it.
+# Without --compare-peer: django-push-notifications' durable upserts/s on PostgreSQL 15 on these machines,
+# a quoted figure (`--compare-peer` measures it in the run instead: see docs/performance.md for where 240
+# came from). The launch upsert's goal on PostgreSQL is 10 times the peer's rate.
 DJANGO_UPSERTS = 240
 WRITE_WORKLOADS = ("upsert-mix", "reregister-hs256", "reregister-rs256", "reregister-es256")
 COUNTER_WAIT = 11   # seconds until idle connections have handed their counters over
+PEER = Side("peer", "django-push-notifications", 0, peer=True)
 
-NOTES = f"""- Medians over the rounds; the range is the lowest and highest round. "÷ LMDB" above 1 means that store
-  serves more requests per second than LMDB. "÷ {DJANGO_UPSERTS}/s" (upsert workloads only) compares with
-  django-push-notifications' {DJANGO_UPSERTS} durable upserts/s on PostgreSQL 15 on these machines (a quoted
-  figure, not measured here); the launch upsert's goal on PostgreSQL is 10 times it.
-- Every write is durable before its 2xx: LMDB fsyncs each group commit; PostgreSQL commits each write as
+NOTES_COMMON = """- Medians over the rounds; the range is the lowest and highest round. "÷ LMDB" above 1 means that store
+  serves more requests per second than LMDB.
+"""
+NOTES_QUOTED = f"""- "÷ {DJANGO_UPSERTS}/s (quoted)" (upsert workloads only) compares with django-push-notifications' {DJANGO_UPSERTS}
+  durable upserts/s on PostgreSQL 15 on these machines, a quoted figure not measured in this run
+  (`--compare-peer` measures the peer instead); the launch upsert's goal on PostgreSQL is 10 times it.
+"""
+NOTES_PEER = """- "÷ peer (measured in this run)" (upsert workloads only) divides by the median launch-upsert rate of
+  django-push-notifications in this run: tools/peer/ under gunicorn (sync workers) on the same PostgreSQL
+  server, its own database, the same number of devices, POST /device/apns/ re-registering an existing
+  token (tools/bench-scripts/peer.lua), in the reregister-hs256 rounds beside the stores, each server
+  idle while another is measured. The peer takes any caller (no authentication), where registryd verifies
+  a device JWT on every write. The launch upsert's goal on PostgreSQL is 10 times the peer's rate.
+"""
+NOTES_DURABLE = """- Every write is durable before its 2xx: LMDB fsyncs each group commit; PostgreSQL commits each write as
   its own transaction with fsync and synchronous_commit on (concurrent commits may share one WAL flush).
 """
 
@@ -62,9 +78,15 @@ def bench(run):
     users = size // 5
     facts["sample"] = min(users, 20000)
     keys.mint(run, facts["sample"], users // facts["sample"], workloads.needs_all_algorithms(options))
+    peer = None
+    if options.compare_peer:
+        peer = Peer(run, pg)
+        facts["peer_load"] = peer.prepare(size)
     started = [start_side(run, side, pg) for side in sides]
+    if peer:
+        peer.start(int(options.peer_workers))
     totals_start = (pg.counters(), pg.table_counters()) if pg else None
-    rounds = run_rounds(run, started, pg)
+    rounds = run_rounds(run, started, pg, peer)
     totals_end = None
     if pg:
         log(f"waiting {COUNTER_WAIT} s for PostgreSQL's counters")
@@ -72,9 +94,11 @@ def bench(run):
         totals_end = (pg.counters(), pg.table_counters())
     for _, server in started:
         servers.stop_server(run, server)
-    body = (summary(run, facts, pg, started) + stores_table(run, rounds)
-            + (totals(totals_start, totals_end) if pg else "") + statements_report(run, rounds))
-    run.notes.append(NOTES)
+    if peer:
+        peer.stop()
+    body = (summary(run, facts, pg, started, peer) + stores_table(run, rounds)
+            + (totals(totals_start, totals_end, peer) if pg else "") + statements_report(run, rounds))
+    run.notes.append(NOTES_COMMON + (NOTES_PEER if peer else NOTES_QUOTED) + NOTES_DURABLE)
     report.finish(run, body)
 
 
@@ -88,32 +112,44 @@ def start_side(run, side, pg):
                                       log_path=run.path("pg-data", f"server-{side.name}.log"))
 
 
-def run_rounds(run, started, pg):
-    """Every selected workload, --rounds rounds of every store; round r starts with store (r - 1) mod n and
-    the others follow in turn, so over n rounds each goes first once and the machine's drift falls on all."""
+def run_rounds(run, started, pg, peer):
+    """Every selected workload, --rounds rounds of every store (and in the launch upsert's, of the peer);
+    round r starts with store (r - 1) mod n and the others follow in turn, so over n rounds each goes first
+    once and the machine's drift falls on all."""
     options = run.options
     rounds = []
     for workload in COMPARED_WORKLOADS:
         if not options.selected(workload):
             continue
+        turns = started + ([(PEER, peer)] if peer and workload == PEER_WORKLOAD else [])
         for r in range(1, int(options.rounds) + 1):
-            for k in range(len(started)):
-                side, server = started[(r - 1 + k) % len(started)]
-                rounds.append(measure(run, side, server, workload, r, pg if side.pool else None))
+            for k in range(len(turns)):
+                side, server = turns[(r - 1 + k) % len(turns)]
+                rounds.append(measure(run, side, server, workload, r, pg if side.pool or side.peer else None))
     return rounds
 
 
+def server_ticks(side, server):
+    return server.ticks() if side.peer else procfs.cpu_ticks(server.pid)
+
+
 def measure(run, side, server, workload, number, pg):
-    """One round of one store, with its CPU ticks (and with --pg-statements, PostgreSQL's view of it)."""
-    statements = pg is not None and run.options.pg_statements
+    """One round of one store or of the peer, with its CPU ticks and PostgreSQL's (and with --pg-statements,
+    for a PostgreSQL store, PostgreSQL's view of it)."""
+    statements = pg is not None and run.options.pg_statements and not side.peer
     if statements:
         pg.reset_statements()
         counters_before = pg.counters()
     result = Round(side, workload, number, report.load_average().split()[0])
-    registryd_before = procfs.cpu_ticks(server.pid)
+    registryd_before = server_ticks(side, server)
     pg_before = pg.ticks() if pg else None
-    result.row = workloads.run_named(run, side.name, f"{workload}#{number}", workload, server)
-    result.registryd_ticks = procfs.cpu_ticks(server.pid) - registryd_before
+    label = f"{workload}#{number}"
+    if side.peer:
+        result.row = run_wrk(run, side.name, label, "peer", server.url, "", server.worker_pids(), {},
+                             script=PEER_SCRIPT)
+    else:
+        result.row = workloads.run_named(run, side.name, label, workload, server)
+    result.registryd_ticks = server_ticks(side, server) - registryd_before
     if pg:
         result.pg_ticks = pg.ticks() - pg_before
     if statements:
@@ -124,7 +160,7 @@ def measure(run, side, server, workload, number, pg):
     return result
 
 
-def summary(run, facts, pg, started):
+def summary(run, facts, pg, started, peer):
     options = run.options
     size, sample = facts["size"], facts["sample"]
     lines = [f"## registryd on {', '.join(side.label for side in options.sides)}, interleaved", "",
@@ -147,50 +183,81 @@ def summary(run, facts, pg, started):
     for side, server in started:
         flags = f" --store postgres --postgres-pool-size {side.pool}" if side.pool else ""
         lines.append(f"- {side.label}: `registryd serve{flags}`, first /healthz after {server.start_ms:.1f} ms")
+    if peer:
+        loaded, vacuum, checkpoint = facts["peer_load"]
+        lines += [f"- the peer, {PEER.label} ({peer.versions}): tools/peer/ under gunicorn, {peer.workers} "
+                  f"sync workers",
+                  "  (--preload), DEBUG off, no authentication (APNSDeviceViewSet), one persistent connection per "
+                  "worker, autocommit;",
+                  f"  database `peer` on the same PostgreSQL server: {thousands(facts['size'])} devices through "
+                  f"Django's ORM (bulk_create) in {loaded} s,",
+                  f"  then VACUUM (ANALYZE) {vacuum} s and CHECKPOINT {checkpoint} s; measured in the {PEER_WORKLOAD} "
+                  f"rounds only:",
+                  "  POST /device/apns/ with a registered token and its fields (an update of that device, "
+                  "UPDATE_ON_DUPLICATE_REG_ID)"]
     plural = "" if options.rounds == "1" else "s"
     lines += [f"- every server ran throughout, each idle while another was measured; per workload, {options.rounds} "
               f"round{plural}",
-              f"  of every store, {options.duration} s each, the first store rotating; the same wrk script, JWTs "
-              f"({thousands(sample)} users) and keys", ""]
+              f"  of every store{' (and the peer)' if peer else ''}, {options.duration} s each, the first one "
+              f"rotating; the same wrk script, JWTs ({thousands(sample)} users) and keys for every store", ""]
     return "\n".join(lines) + "\n"
 
 
+class Reference:
+    """What the upsert rates are divided by: the peer's median launch upsert in this run, or the quoted 240/s."""
+
+    def __init__(self, rounds):
+        peer_rounds = [r for r in rounds if r.side.peer]
+        self.measured = bool(peer_rounds)
+        self.flagged = any(r.row.flagged for r in peer_rounds)
+        self.rate = median(float(r.row.rps) for r in peer_rounds) if peer_rounds else DJANGO_UPSERTS
+        self.head = "peer (measured in this run)" if self.measured else f"{DJANGO_UPSERTS}/s (quoted)"
+        self.words = (f"the peer’s {commas(self.rate)} req/s measured in this run" if self.measured
+                      else f"django-push-notifications’ {DJANGO_UPSERTS}/s (quoted, not measured in this run)")
+
+
 def stores_table(run, rounds):
-    """Per workload each store's median req/s (range) and p99, ratios to LMDB and to django's 240/s; the
-    launch upsert goal per PostgreSQL store; then every round with its CPU per request."""
+    """Per workload each store's (and the peer's) median req/s (range) and p99, ratios to LMDB and to the
+    peer's measured rate (or the quoted 240/s); the launch upsert goal per PostgreSQL store; then every
+    round with its CPU per request."""
     sides = run.options.sides
+    shown = sides + ([PEER] if any(r.side.peer for r in rounds) else [])
     base = next((side for side in sides if side.name == "lmdb"), None)
     order = list(dict.fromkeys(r.workload for r in rounds))
-    lines = [comparison_head(sides, base)]
+    reference = Reference(rounds)
+    lines = [comparison_head(sides, shown, base, reference)]
     ratios = len(sides) - 1 if base else 0
-    lines.append("| --- |" + " ---: | ---: |" * len(sides) + " ---: |" * ratios + " ---: |" * len(sides))
+    lines.append("| --- |" + " ---: | ---: |" * len(shown) + " ---: |" * ratios + " ---: |" * len(sides))
     medians = {}
     for workload in order:
-        lines.append(comparison_row(sides, base, workload, rounds, medians))
+        lines.append(comparison_row(sides, shown, base, workload, rounds, medians, reference))
     lines.append("")
     for side in sides:
-        if side.pool and "reregister-hs256" in order:
-            lines.append(goal_line(side, rounds, medians))
+        if side.pool and PEER_WORKLOAD in order:
+            lines.append(goal_line(side, rounds, medians, reference))
     lines.append("")
     lines += every_round(run, rounds)
     return "\n".join(lines) + "\n"
 
 
-def comparison_head(sides, base):
-    head = "| workload |" + "".join(f" {s.label} req/s, median (range) | {s.label} p99 ms |" for s in sides)
+def comparison_head(sides, shown, base, reference):
+    head = "| workload |" + "".join(f" {s.label} req/s, median (range) | {s.label} p99 ms |" for s in shown)
     if base:
         head += "".join(f" {s.label} ÷ LMDB |" for s in sides if s is not base)
-    return head + "".join(f" {s.label} ÷ {DJANGO_UPSERTS}/s |" for s in sides)
+    return head + "".join(f" {s.label} ÷ {reference.head} |" for s in sides)
 
 
 def of(rounds, side, workload):
     return [r for r in rounds if r.side is side and r.workload == workload]
 
 
-def comparison_row(sides, base, workload, rounds, medians):
+def comparison_row(sides, shown, base, workload, rounds, medians, reference):
     line = f"| {workload} |"
-    for side in sides:
+    for side in shown:
         mine = of(rounds, side, workload)
+        if not mine:
+            line += " - | - |"
+            continue
         rates = [float(r.row.rps) for r in mine]
         medians[side.name, workload] = median(rates)
         flagged = "**FLAGGED** " if any(r.row.flagged for r in mine) else ""
@@ -200,25 +267,30 @@ def comparison_row(sides, base, workload, rounds, medians):
         m = medians[base.name, workload]
         line += "".join(f" {medians[s.name, workload] / m:.3f} |" if m > 0 else " - |" for s in sides if s is not base)
     for side in sides:
-        line += f" {medians[side.name, workload] / DJANGO_UPSERTS:.1f}× |" if workload in WRITE_WORKLOADS else " - |"
+        usable = workload in WRITE_WORKLOADS and reference.rate > 0
+        line += f" {medians[side.name, workload] / reference.rate:.1f}× |" if usable else " - |"
     return line
 
 
-def goal_line(side, rounds, medians):
-    v = medians[side.name, "reregister-hs256"]
-    flagged = any(r.row.flagged for r in of(rounds, side, "reregister-hs256"))
-    met = "met" if v >= 10 * DJANGO_UPSERTS and not flagged else "not met"
-    return (f"- Launch upsert (reregister-hs256) on {side.label}: {commas(v)} req/s, {v / DJANGO_UPSERTS:.1f}× "
-            f"django-push-notifications’ {DJANGO_UPSERTS}/s; goal ≥ 10× ({commas(10 * DJANGO_UPSERTS)}/s): **{met}**")
+def goal_line(side, rounds, medians, reference):
+    v = medians[side.name, PEER_WORKLOAD]
+    flagged = any(r.row.flagged for r in of(rounds, side, PEER_WORKLOAD)) or reference.flagged
+    met = "met" if v >= 10 * reference.rate and not flagged else "not met"
+    return (f"- Launch upsert ({PEER_WORKLOAD}) on {side.label}: {commas(v)} req/s, {v / reference.rate:.1f}× "
+            f"{reference.words}; goal ≥ 10× ({commas(10 * reference.rate)}/s): **{met}**")
 
 
 def every_round(run, rounds):
     tick = os.sysconf("SC_CLK_TCK")
     seconds = run.duration
-    lines = ["Every round, in the order run. CPU: registryd’s own, and the PostgreSQL server’s (postmaster, backends,",
+    peer = any(r.side.peer for r in rounds)
+    server = "registryd’s own (the peer’s rows: gunicorn’s master and workers)" if peer else "registryd’s own"
+    lines = [f"Every round, in the order run. CPU: {server}, and the PostgreSQL server’s (postmaster, backends,",
              "WAL writer, checkpointer), per request and in cores busy over the round (of 2; wrk uses the rest):", "",
-             "| workload | round | store | req/s | p50 ms | p99 ms | non-2xx | socket errors | registryd CPU ms/req | "
-             "PostgreSQL CPU ms/req | cores busy (registryd + PostgreSQL) | peak RSS MiB | statuses | "
+             f"| workload | round | store | req/s | p50 ms | p99 ms | non-2xx | socket errors | "
+             f"{'server' if peer else 'registryd'} CPU ms/req | "
+             f"PostgreSQL CPU ms/req | cores busy ({'server' if peer else 'registryd'} + PostgreSQL) | peak RSS MiB | "
+             "statuses | "
              "load avg (1 min) before |",
              "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
     for r in rounds:
@@ -233,11 +305,13 @@ def every_round(run, rounds):
     return lines
 
 
-def totals(start, end):
+def totals(start, end, peer):
     """PostgreSQL's commits, rollbacks and WAL over all its rounds, and the rows written per table."""
     d = delta(start[0], end[0])
+    whose = "; WAL figures are the server's, the peer's rounds included" if peer else ""
     lines = ["",
-             f"PostgreSQL over all its rounds (pg_stat_database, pg_stat_wal): {int(d[0])} commits (a read is one too), "
+             f"PostgreSQL over all its rounds (pg_stat_database of registryd's database, pg_stat_wal{whose}): "
+             f"{int(d[0])} commits (a read is one too), "
              f"{int(d[1])} rollbacks",
              f"(conflicts the store retries, and aborted attempts), {int(d[2])} WAL flushes (fsync), "
              f"{d[3] / d[2] if d[2] > 0 else 0:.3f} ms each on average,",
