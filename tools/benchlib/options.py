@@ -54,6 +54,7 @@ class Options:
     peer_workers: str = ""
     command_line: str = "tools/bench"
     sides: list = dataclasses.field(default_factory=list)
+    peers: list = dataclasses.field(default_factory=list)   # --compare-peer: a Side per --peer-workers count
     against_sha: str = ""
 
     @property
@@ -70,7 +71,8 @@ VALUED = {"--duration": "duration", "--threads": "threads", "--connections": "co
           "--peer-workers": "peer_workers"}
 SWITCHES = {"--sweep": "sweep", "--relay": "relay", "--keep": "keep", "--pg-statements": "pg_statements",
             "--compare-peer": "compare_peer"}
-# The peer's gunicorn sync workers by default: the count that gave it its best launch-upsert rate on 2 cores.
+# The peer's gunicorn sync workers by default: the count that gave it its best launch-upsert rate on 2 cores
+# (--peer-workers 2,4,8 measures several, and the ratios are then to the best of them).
 PEER_WORKERS = "4"
 PEER_WORKLOAD = "reregister-hs256"   # the launch upsert, the one workload the peer is measured on
 
@@ -119,7 +121,7 @@ def read_store(options, value):
 
 
 def check_numbers(options):
-    given = [value for value in (options.scale, options.devices, options.rounds, options.peer_workers) if value]
+    given = [value for value in (options.scale, options.devices, options.rounds) if value]
     for value in [options.duration, options.threads, options.connections, options.pg_pool] + given:
         if not re.fullmatch(r"[1-9][0-9]*", value):
             raise UsageError(f"'{value}' is not a positive whole number")
@@ -179,6 +181,13 @@ def check_stores(options):
         if PEER_WORKLOAD not in options.only.split(","):
             raise UsageError(f"--compare-peer measures the launch upsert: --only must include {PEER_WORKLOAD}")
         options.peer_workers = options.peer_workers or PEER_WORKERS
+        for entry in options.peer_workers.split(","):
+            if not re.fullmatch(r"[1-9][0-9]*", entry) or int(entry) > 64:
+                raise UsageError(f"--peer-workers takes worker counts of 1 to 64, not '{entry}'")
+            side = Side(f"peer{entry}", f"django-push-notifications ({entry} workers)", 0, peer=True)
+            if any(p.name == side.name for p in options.peers):
+                raise UsageError(f"--peer-workers names {entry} twice")
+            options.peers.append(side)
 
 
 def store_side(entry, default_pool):

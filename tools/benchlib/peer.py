@@ -3,9 +3,9 @@ library's DRF APNSDeviceViewSet) under gunicorn's sync workers on loopback, on t
 (its own database, "peer"). Its packages are in a virtual environment tools/install-deps --peer makes
 (pinned in tools/peer/requirements.txt); nothing of it is part of registryd.
 
-prepare(): the database, Django's migrations and N devices (tools/peer/load.py), then VACUUM (ANALYZE)
-and CHECKPOINT; start(): gunicorn, until its API root answers; ticks(): the CPU of the master and its
-workers; stop(): SIGTERM to the master (a graceful stop of its idle workers).
+Database.prepare(): the database, Django's migrations and N devices (tools/peer/load.py), then VACUUM
+(ANALYZE) and CHECKPOINT; Gunicorn(...): one gunicorn (a worker count of --peer-workers), started until its
+API root answers and every worker is up, its CPU (master and workers) and its stop.
 """
 
 import os
@@ -28,30 +28,30 @@ DATABASE = "peer"
 PACKAGES = ("django-push-notifications", "Django", "djangorestframework", "psycopg2", "gunicorn")
 
 
-class Peer:
-    """.url, .pid (gunicorn's master), .workers, .versions ("package version, ..."), .load_facts."""
+def installed_versions():
+    """"django-push-notifications 3.3.0, Django 5.2.19, ..." from the peer's virtual environment."""
+    code = ("from importlib import metadata\n"
+            f"print(', '.join(p + ' ' + metadata.version(p) for p in {PACKAGES!r}))")
+    done = subprocess.run([PYTHON, "-c", code], stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"the peer's packages are missing from {VENV} (tools/install-deps --peer)")
+    return done.stdout.strip()
+
+
+class Database:
+    """The peer's database on the run's PostgreSQL server: .url, .env (for Django), .versions."""
 
     def __init__(self, run, pg):
         self.run = run
         self.pg = pg
-        self.database_url = pg.url.rsplit("/", 1)[0] + "/" + DATABASE
-        self.env = dict(os.environ, PEER_DATABASE_URL=self.database_url, DJANGO_SETTINGS_MODULE="peer.settings",
+        self.url = pg.url.rsplit("/", 1)[0] + "/" + DATABASE
+        self.env = dict(os.environ, PEER_DATABASE_URL=self.url, DJANGO_SETTINGS_MODULE="peer.settings",
                         PYTHONDONTWRITEBYTECODE="1")
-        self.process = None
-        self.url = ""
-        self.workers = 0
-        self.versions = self.installed_versions()
-
-    def installed_versions(self):
-        code = ("from importlib import metadata\n"
-                f"print(', '.join(p + ' ' + metadata.version(p) for p in {PACKAGES!r}))")
-        done = subprocess.run([PYTHON, "-c", code], stdout=subprocess.PIPE, text=True)
-        if done.returncode != 0:
-            raise BenchError(f"the peer's packages are missing from {VENV} (tools/install-deps --peer)")
-        return done.stdout.strip()
+        self.versions = installed_versions()
 
     def prepare(self, size):
-        """Returns (load seconds, VACUUM seconds, CHECKPOINT seconds) as "%.1f"."""
+        """Django's migrations and `size` devices, then VACUUM (ANALYZE) and CHECKPOINT. Returns (load seconds,
+        VACUUM seconds, CHECKPOINT seconds) as "%.1f"."""
         log(f"the peer: database {DATABASE}, Django's migrations, {size} devices through the ORM")
         self.pg.psql(f"CREATE DATABASE {DATABASE}")
         output = self.run.path("peer-load.out")
@@ -72,21 +72,26 @@ class Peer:
 
     def timed(self, sql):
         started = time.monotonic()
-        done = subprocess.run([os.path.join(PG_BIN, "psql"), self.database_url, "-X", "-q",
-                               "-v", "ON_ERROR_STOP=1", "-c", sql], stdout=subprocess.DEVNULL)
+        done = subprocess.run([os.path.join(PG_BIN, "psql"), self.url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                              stdout=subprocess.DEVNULL)
         if done.returncode != 0:
             raise BenchError(f"psql failed on the peer's database: {sql}")
         return f"{time.monotonic() - started:.1f}"
 
-    def start(self, workers):
+
+class Gunicorn:
+    """The peer served by gunicorn with `workers` sync workers: .url, .pid (the master), .workers."""
+
+    def __init__(self, run, database, workers):
+        self.run = run
         self.workers = workers
         port = registryd.free_port()
-        self.log_path = self.run.path("peer-gunicorn.log")
+        self.log_path = run.path(f"peer-gunicorn-{workers}.log")
         command = [os.path.join(VENV, "bin", "gunicorn"), "--workers", str(workers), "--worker-class", "sync",
                    "--preload", "--bind", f"127.0.0.1:{port}", "--no-control-socket", "--error-logfile",
                    self.log_path, "peer.wsgi:application"]
-        self.process = self.run.spawn(command, cwd=PROJECT, env=self.env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)
+        self.process = run.spawn(command, cwd=PROJECT, env=database.env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.process.poll() is None:
             if get_status(port, "/") == 200 and len(procfs.children(self.process.pid)) == workers:
@@ -109,7 +114,8 @@ class Peer:
         return procfs.cpu_ticks(self.pid, reaped=True) + sum(procfs.cpu_ticks(c) for c in procfs.children(self.pid))
 
     def stop(self):
-        if self.process is not None and self.process.poll() is None:
+        """SIGTERM to the master: its idle workers finish and exit."""
+        if self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=40)

@@ -6,7 +6,8 @@ PEER_DATABASE_URL (postgresql://USER@HOST:PORT/DB) names the database. What is s
 - DEBUG off; no middleware and no authentication classes: the cheapest request path the library offers
   (APNSDeviceViewSet, which takes any caller), so that the peer is measured at its best;
 - persistent database connections (CONN_MAX_AGE None): one per gunicorn worker, as a deployment tuned
-  for throughput keeps them, instead of Django's default of a new connection per request;
+  for throughput keeps them, instead of Django's default of a new connection per request
+  (PEER_CONN_MAX_AGE=0 in the environment brings that default back, to measure what it costs);
 - autocommit (Django's default): each statement its own transaction; PostgreSQL commits durably
   (synchronous_commit on, as the bench's server checks);
 - UNIQUE_REG_ID: one device per APNs token, enforced by a unique index, as registryd keeps one owner
@@ -44,7 +45,7 @@ DATABASES = {
         "PASSWORD": unquote(url.password or ""),
         "HOST": url.hostname or "127.0.0.1",
         "PORT": str(url.port or 5432),
-        "CONN_MAX_AGE": None,
+        "CONN_MAX_AGE": int(os.environ["PEER_CONN_MAX_AGE"]) if os.environ.get("PEER_CONN_MAX_AGE") else None,
     }
 }
 
