@@ -239,6 +239,8 @@ def stores_table(run, rounds):
     for side in sides:
         if side.pool and PEER_WORKLOAD in order:
             lines.append(goal_line(side, rounds, medians, reference))
+    if reference.measured:
+        lines.append(cpu_line(run, shown, rounds))
     lines.append("")
     lines += every_round(run, rounds)
     return "\n".join(lines) + "\n"
@@ -282,6 +284,33 @@ def goal_line(side, rounds, medians, reference):
     met = "met" if v >= 10 * reference.rate and not flagged else "not met"
     return (f"- Launch upsert ({PEER_WORKLOAD}) on {side.label}: {commas(v)} req/s, {v / reference.rate:.1f}× "
             f"{reference.words}; goal ≥ 10× ({commas(10 * reference.rate)}/s): **{met}**")
+
+
+def cpu_ms(run, r):
+    """(server, PostgreSQL) CPU ms per request of a round; PostgreSQL None for LMDB."""
+    n = float(r.row.rps) * run.duration
+    tick = os.sysconf("SC_CLK_TCK")
+    if n <= 0:
+        return 0.0, None
+    return 1000 * r.registryd_ticks / tick / n, (1000 * r.pg_ticks / tick / n if r.pg_ticks is not None else None)
+
+
+def cpu_line(run, shown, rounds):
+    """The CPU per launch upsert of every store and peer (medians over the rounds): a figure less moved than
+    the rates by other work on the machine, which slows the peer's few synchronous workers the most."""
+    parts = []
+    for side in shown:
+        mine = [cpu_ms(run, r) for r in of(rounds, side, PEER_WORKLOAD)]
+        if not mine:
+            continue
+        server = median(m[0] for m in mine)
+        if mine[0][1] is None:
+            parts.append(f"{side.label} {server:.2f} ms")
+        else:
+            pg = median(m[1] for m in mine)
+            parts.append(f"{side.label} {server:.2f} + {pg:.2f} = {server + pg:.2f} ms")
+    return (f"- CPU per launch upsert ({PEER_WORKLOAD}), the server’s + PostgreSQL’s, medians over the rounds: "
+            + "; ".join(parts))
 
 
 def every_round(run, rounds):
