@@ -71,7 +71,8 @@ VALUED = {"--duration": "duration", "--threads": "threads", "--connections": "co
           "--peer-workers": "peer_workers"}
 SWITCHES = {"--sweep": "sweep", "--relay": "relay", "--keep": "keep", "--pg-statements": "pg_statements",
             "--compare-peer": "compare_peer"}
-# The peer's gunicorn sync workers by default: the count that gave it its best launch-upsert rate on 2 cores
+# The peer's gunicorn sync workers by default. On 2 shared cores no count was best every time (2, 4 and 8 each
+# won a run); fewer cost less CPU per request, more ride out a busy machine's stalls: 4 sits between
 # (--peer-workers 2,4,8 measures several, and the ratios are then to the best of them).
 PEER_WORKERS = "4"
 PEER_WORKLOAD = "reregister-hs256"   # the launch upsert, the one workload the peer is measured on
