@@ -185,9 +185,11 @@ def summary(run, facts, pg, started, peer):
     if peer:
         loaded, vacuum, checkpoint = facts["peer_load"]
         workers = ", ".join(side.name[len("peer"):] for side in options.peers)
+        age = os.environ.get("PEER_CONN_MAX_AGE")
+        connections = (f"CONN_MAX_AGE={age} from PEER_CONN_MAX_AGE{' (a new connection per request)' if age == '0' else ''}"
+                       if age else "one persistent connection per worker")
         lines += [f"- the peer ({peer.versions}): tools/peer/ under gunicorn, {workers} sync workers",
-                  "  (--preload), DEBUG off, no authentication (APNSDeviceViewSet), one persistent connection per "
-                  "worker, autocommit;",
+                  f"  (--preload), DEBUG off, no authentication (APNSDeviceViewSet), {connections}, autocommit;",
                   f"  database `peer` on the same PostgreSQL server: {thousands(facts['size'])} devices through "
                   f"Django's ORM (bulk_create) in {loaded} s,",
                   f"  then VACUUM (ANALYZE) {vacuum} s and CHECKPOINT {checkpoint} s; measured in the {PEER_WORKLOAD} "
