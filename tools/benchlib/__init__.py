@@ -15,6 +15,7 @@ The launcher tools/bench runs `python3 -m benchlib` with tools/ on the path. The
   workloads   the table's workloads and how each is run
   report      the Markdown report: header, the rates table, notes, figures (median, commas)
   postgres    the private PostgreSQL of --stores: start, load, CPU ticks, counters
+  peer        --compare-peer's django-push-notifications (tools/peer/) under gunicorn: its database, its servers
   modes/      one module per mode: default, scale, sweep, against, stores, relay
 """
 
