@@ -7,7 +7,7 @@
 - provider_token():     an APNs provider token (ES256 JWT: kid, iss, iat) signed with the .p8 through
                         `openssl dgst -sha256 -sign`, its DER signature turned into JOSE's raw R||S
 
-Used by tools/bench --relay. A tool imports it after putting tools/lib on sys.path.
+Used by tools/bench --relay and tools/dashboard-test. A tool imports it after putting tools/lib on sys.path.
 """
 
 import base64
