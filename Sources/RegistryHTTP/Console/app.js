@@ -354,12 +354,11 @@ let generation = 0;
 async function render() {
   const [name, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
   const page = pages[name] ? name : 'overview';
-  const argument = rest.length ? decodeURIComponent(rest.join('/')) : '';
   for (const a of document.querySelectorAll('nav a')) a.classList.toggle('current', a.dataset.page === (page === 'notification' ? 'notifications' : page));
   const mine = ++generation;
   const target = document.getElementById('page');
   try {
-    const nodes = await pages[page](argument);
+    const nodes = await pages[page](rest.length ? decodeURIComponent(rest.join('/')) : '');
     if (mine !== generation) return;
     showKeyPanel(false);
     target.replaceChildren(...nodes);
