@@ -14,7 +14,9 @@ const REASONS = ['feedback', 'signOut', 'permissionWithdrawn', 'deleted', 'moved
 const FEEDBACK = ['Unregistered', 'BadDeviceToken', 'DeviceTokenNotForTopic'];
 // Colour classes of the states: delivered green, failed red, waiting blue, the rest muted.
 const STATE_COLORS = [0, 8, 2, 1, 4, 7, 9];
-const samples = [];  // {at, devices, queued}: the overview's own history since this tab opened
+// A due delivery that waited longer than this means the sender is behind (it claims due ones at once).
+const LATE_SECONDS = 60;
+const samples = [];  // {devices, queued}: the overview's own history since this tab opened
 
 // ---- DOM: elements built from parts; strings always become text nodes.
 
@@ -168,7 +170,7 @@ async function overview() {
     api('internal/v1/removals?bucket=hour&buckets=24'), deliveryApi('internal/v1/deliveries/queue'),
     deliveryApi('internal/v1/notifications?limit=50')]);
   const c = stats.counts;
-  samples.push({ at: Date.now(), devices: c.devices, queued: queue ? queue.queued : 0 });
+  samples.push({ devices: c.devices, queued: queue ? queue.queued : 0 });
   if (samples.length > 90) samples.shift();
 
   const verdicts = [];
@@ -176,8 +178,7 @@ async function overview() {
   verdicts.push([t.reasons.feedback ? 'warn' : 'ok', `APNs removed ${number(t.reasons.feedback)} token(s) in the last 24 h` +
     (feedback.length ? ` (${feedback.join(', ')})` : '') + `; ${number(t.removed)} removal(s) in all.`]);
   if (queue) {
-    const late = queue.oldestWaitSeconds > 60;
-    verdicts.push([late ? 'bad' : 'ok', queue.queued === 0 ? 'Delivery queue is empty.'
+    verdicts.push([queue.oldestWaitSeconds > LATE_SECONDS ? 'bad' : 'ok', queue.queued === 0 ? 'Delivery queue is empty.'
       : `${number(queue.queued)} deliveries queued; the oldest due one has waited ${duration(queue.oldestWaitSeconds)}.`]);
   } else {
     verdicts.push(['ok', 'Delivery is not configured on this server (no --apns-key-file).']);
