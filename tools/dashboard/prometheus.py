@@ -12,12 +12,13 @@ Standard library only. The configuration is written as JSON, which YAML reads as
 
 import json
 import os
-import signal
 import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+import children  # tools/lib, on sys.path
 
 LOOPBACK = "127.0.0.1"
 BINARY = "prometheus"
@@ -84,13 +85,7 @@ class Prometheus:
 
     def stop(self, timeout=10.0):
         """SIGTERM by pid, wait, SIGKILL after `timeout`; returns the exit status."""
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(self.process.pid, signal.SIGKILL)
-            return self.process.wait()
+        return children.stop(self.process, timeout)
 
     def api(self, path, **parameters):
         """GET /api/v1/PATH?parameters; the answer's `data`."""

@@ -13,9 +13,10 @@ Used by tools/bench --relay and tools/dashboard-test. A tool imports it after pu
 import base64
 import json
 import os
-import signal
 import subprocess
 import time
+
+import children  # tools/lib, on sys.path
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE = os.path.join(TOOLS, "fake-apns")
@@ -74,13 +75,7 @@ class FakeAPNs:
 
     def stop(self, timeout=10.0):
         """SIGTERM by pid (GOAWAY, log flushed), wait, SIGKILL after `timeout`; returns the exit status."""
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(self.process.pid, signal.SIGKILL)
-            return self.process.wait()
+        return children.stop(self.process, timeout)
 
 
 def _b64(data):
