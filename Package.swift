@@ -76,9 +76,11 @@ let package = Package(
         .target(name: "APNs", dependencies: ["CCurl", "COpenSSL", "CGlibcExtras", "Codecs", "JSON", "Lifecycle"]),
         .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "APNs", "Lifecycle"]),
         .target(name: "RegistryHTTP", dependencies: ["RegistryCore", "HTTPServer", "JWT", "JSON", "Codecs"],
-                // The OpenAPI document, compiled into the binary as `PackageResources.openapi_json`
-                // (served by `GET /openapi.json`; no resource bundle beside the executable).
-                resources: [.embedInCode("OpenAPI/openapi.json")]),
+                // The OpenAPI document and the operator console, compiled into the binary as
+                // `PackageResources.openapi_json`, `console_html`, `app_js` and `app_css` (served by
+                // `GET /openapi.json` and `GET /console`; no resource bundle beside the executable).
+                resources: [.embedInCode("OpenAPI/openapi.json"), .embedInCode("Console/console.html"),
+                            .embedInCode("Console/app.js"), .embedInCode("Console/app.css")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryPostgres", "HTTPServer", "JWT", "JSON", "TokenSealing",
                                                             "Lifecycle", "Codecs", "Postgres", "CGlibcExtras", "APNs", "RegistryDelivery"]),
         .target(name: "RegistryClient"),

@@ -51,7 +51,8 @@ extension DeliverySender {
         do {
             switch effect {
             case .removeToken(let reason, let before):
-                _ = try await registry.removeToken(claimed.token, reason: reason, registeredBefore: before)
+                observer.tokensRemoved(try await registry.removeToken(claimed.token, reason: reason, registeredBefore: before),
+                                       reason: reason)
             case .correctEnvironment(let environment):
                 _ = try await registry.correctEnvironment(token: claimed.token, environment: environment)
             }

@@ -39,6 +39,10 @@ public final class RegistryApplication: HTTPApplication {
         self.configuration = configuration
     }
 
+    /// The wall clock the credentials are checked against (a test's clock
+    /// in tests): windows of time a read reports on end here.
+    var now: Timestamp { authenticator.clock.now() }
+
     /// Route, credential, media type and declared size, once per request;
     /// the handler it picks carries what they established.
     public func head(_ request: HTTPRequest) -> HeadDecision {

@@ -92,6 +92,7 @@ final class RecordingObserver: DeliveryObserver {
         var requests: [String] = []
         var problems: [String] = []
         var errors: [String] = []
+        var removals: [String] = []
     }
 
     private let state = Mutex(State())
@@ -99,6 +100,7 @@ final class RecordingObserver: DeliveryObserver {
     var requests: [String] { state.withLock { $0.requests } }
     var problems: [String] { state.withLock { $0.problems } }
     var errors: [String] { state.withLock { $0.errors } }
+    var removals: [String] { state.withLock { $0.removals } }
 
     func apnsRequest(status: Int?, reason: String?, outcome: String, seconds: Double) {
         state.withLock { $0.requests.append(status.map { "\($0)\(reason.map { " " + $0 } ?? "")" } ?? outcome) }
@@ -109,4 +111,5 @@ final class RecordingObserver: DeliveryObserver {
     func configurationProblem(reason: String, claimed: ClaimedDelivery) { state.withLock { $0.problems.append(reason) } }
     func senderError(_ what: String, _ error: any Error) { state.withLock { $0.errors.append("\(what): \(error)") } }
     func queue(_ stats: DeliveryQueueStats, now: Timestamp) {}
+    func tokensRemoved(_ count: Int, reason: FeedbackReason) { state.withLock { $0.removals.append("\(reason.rawValue) \(count)") } }
 }

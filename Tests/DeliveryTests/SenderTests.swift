@@ -62,6 +62,8 @@ import Testing
             let history = try await h.store.history(userId: "bob", limit: 10)
             #expect(history.contains { $0.action == .removed && $0.feedbackReason == .unregistered && $0.deviceId == "d1" })
             #expect(history.contains { $0.action == .environmentCorrected && $0.deviceId == "d2" })
+            // Counted as the feedback route counts its removals (registry_feedback_removed_tokens_total).
+            #expect(h.observer.removals.sorted() == ["BadDeviceToken 1", "Unregistered 1"])
         }
     }
 

@@ -1,4 +1,4 @@
-# Sourced by tools/api-validate and tools/api-fuzz: the Python virtual
+# Sourced by tools/api-validate, tools/api-fuzz and tools/console-test: the Python virtual
 # environment they share, in ${XDG_CACHE_HOME:-~/.cache}/registryd/venv,
 # created on first use (python3 -m venv: Debian's python3-venv, which
 # tools/install-deps --test installs). Versions are pinned so that a run

@@ -133,8 +133,8 @@ def check_modes(options):
         raise UsageError("--scale and --sweep are separate runs")
     if options.scale and int(options.scale) % 5:
         raise UsageError("--scale wants a multiple of 5 (5 devices per user)")
-    if options.devices and (options.scale or options.sweep):
-        raise UsageError("--devices sizes the default mode's data set, not --scale or --sweep")
+    if options.devices and options.scale:
+        raise UsageError("--devices sizes the default mode's and --sweep's data set, not --scale's")
     if options.devices and int(options.devices) % 5:
         raise UsageError("--devices wants a multiple of 5 (5 devices per user)")
     if options.rounds and not options.against and not options.stores and not options.relay:

@@ -7,15 +7,16 @@
 - provider_token():     an APNs provider token (ES256 JWT: kid, iss, iat) signed with the .p8 through
                         `openssl dgst -sha256 -sign`, its DER signature turned into JOSE's raw R||S
 
-Used by tools/bench --relay. A tool imports it after putting tools/lib on sys.path.
+Used by tools/bench --relay and tools/dashboard-test. A tool imports it after putting tools/lib on sys.path.
 """
 
 import base64
 import json
 import os
-import signal
 import subprocess
 import time
+
+import children  # tools/lib, on sys.path
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE = os.path.join(TOOLS, "fake-apns")
@@ -74,13 +75,7 @@ class FakeAPNs:
 
     def stop(self, timeout=10.0):
         """SIGTERM by pid (GOAWAY, log flushed), wait, SIGKILL after `timeout`; returns the exit status."""
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(self.process.pid, signal.SIGKILL)
-            return self.process.wait()
+        return children.stop(self.process, timeout)
 
 
 def _b64(data):

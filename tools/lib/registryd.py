@@ -11,7 +11,7 @@
                 signed with the secret the server uses
 - internal_api_key(): the internal API key serve generated in DIR/secrets/
 
-Used by tools/bench, tools/crash-test, tools/fault-test, tools/api-fuzz,
+Used by tools/bench, tools/crash-test, tools/fault-test, tools/api-fuzz, tools/dashboard-test,
 tools/fairness and tools/ha-test. A tool imports it after putting tools/lib
 on sys.path.
 """

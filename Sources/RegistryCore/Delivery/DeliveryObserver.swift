@@ -20,4 +20,7 @@ public protocol DeliveryObserver: Sendable {
     func senderError(_ what: String, _ error: any Error)
     /// The queue's shape, read about once a second.
     func queue(_ stats: DeliveryQueueStats, now: Timestamp)
+    /// APNs' answer removed `count` tokens (0 when the token had gone or was
+    /// registered again since): counted with the feedback route's removals.
+    func tokensRemoved(_ count: Int, reason: FeedbackReason)
 }

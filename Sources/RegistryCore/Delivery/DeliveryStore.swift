@@ -21,6 +21,11 @@ public protocol DeliveryStore: Sendable {
     /// Deliveries of a notification in index order, from `index` on.
     func deliveries(notificationId: String, from index: UInt32, limit: Int) async throws -> [DeliveryRecord]
 
+    /// Up to `limit` notifications, newest first (by `createdAt`, then id),
+    /// those after `position` when given (the last one of the page before).
+    /// What an operator scans for "did that notification go out?".
+    func recentNotifications(after position: NotificationPosition?, limit: Int) async throws -> [NotificationRecord]
+
     /// Cancels every `queued` delivery of the notification; `nil` when there is none.
     func cancel(notificationId: String) async throws -> NotificationRecord?
 

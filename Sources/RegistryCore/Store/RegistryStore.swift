@@ -101,6 +101,19 @@ public protocol RegistryReads {
     /// A user's token history, newest first, at most `limit` events.
     func history(userId: String, limit: Int) throws -> [HistoryEvent]
 
+    /// How many update tokens the activity holds, per app and environment
+    /// (pairs with no token are absent), in `appId` byte order then
+    /// environment order. Opens no token, so an operator's read never
+    /// carries one.
+    func activityTokenCounts(activityId: String) throws -> [ActivityTokenCount]
+
+    /// The removals recorded in every user's history from `from` (included)
+    /// to `to` (excluded), counted per bucket of `bucket` starting at `from`
+    /// (`RemovalCount.bucketStart`), reason and APNs reason, in no
+    /// particular order; buckets without removals are absent. Costs time in proportion to the history events
+    /// in the window (of any action), not to the size of the store.
+    func removalCounts(from: Timestamp, to: Timestamp, bucket: Duration) throws -> [RemovalCount]
+
     func stats() throws -> StoreStats
 
     /// Every app the registry holds records (or ever held them) for, in
@@ -136,6 +149,14 @@ package extension RegistryStore {
 
     public func stats() async throws -> StoreStats {
         try await read { try $0.stats() }
+    }
+
+    public func activityTokenCounts(activityId: String) async throws -> [ActivityTokenCount] {
+        try await read { try $0.activityTokenCounts(activityId: activityId) }
+    }
+
+    public func removalCounts(from: Timestamp, to: Timestamp, bucket: Duration) async throws -> [RemovalCount] {
+        try await read { try $0.removalCounts(from: from, to: to, bucket: bucket) }
     }
 
     public func storedApps() async throws -> [String] {

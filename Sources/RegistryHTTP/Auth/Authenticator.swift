@@ -15,7 +15,9 @@ import RegistryCore
 public struct Authenticator: Sendable {
     public let verifier: JWTVerifier
     private let apiKey: [UInt8]
-    private let clock: any WallClock
+    /// The service's wall clock: token expiry here, and "now" wherever the
+    /// application needs one (`RegistryApplication.now`).
+    let clock: any WallClock
 
     public init(verifier: JWTVerifier, internalAPIKey: [UInt8], clock: any WallClock) {
         self.verifier = verifier

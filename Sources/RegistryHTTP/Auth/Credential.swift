@@ -5,7 +5,7 @@ public enum Credential: Hashable, Sendable {
     /// The internal API key (the push sender, operators, Prometheus).
     case operatorKey
     /// No credential was asked for: the open routes (`/healthz`,
-    /// `/openapi.json`), which read no one's data. Whatever the request
+    /// `/openapi.json`, the console's files), which read no one's data. Whatever the request
     /// carries in `Authorization` is not looked at, so it gains nothing.
     case anonymous
 }

@@ -3,8 +3,9 @@ import HTTPServer
 import JSON
 import RegistryCore
 
-/// `/internal/v1/notifications` (docs/api.md "Delivery"): accept, show,
-/// cancel. Answers never carry a token (a delivery shows its fingerprint).
+/// `/internal/v1/notifications` (docs/api.md "Delivery"): accept, list,
+/// show, cancel, and the queue's shape. Answers never carry a token (a
+/// delivery shows its fingerprint).
 extension RegistryApplication {
     func acceptNotification(_ call: Call) async throws -> HTTPResponse {
         guard let delivery else { throw APIError.deliveryNotConfigured }
@@ -48,6 +49,45 @@ extension RegistryApplication {
             for record in shown { Self.deliveryView(record, into: &w) }
             w.endArray()
             w.member("nextCursor", next)
+            w.endObject()
+        }
+    }
+
+    /// `GET /internal/v1/notifications`: the newest first, `limit` (1–100,
+    /// default 20) a page, `cursor` the `nextCursor` of the page before.
+    func listNotifications(_ call: Call) async throws -> HTTPResponse {
+        guard let delivery else { throw APIError.deliveryNotConfigured }
+        let parameters = try QueryParameters(call.request.query)
+        let limit = try FieldCheck.limit(in: parameters, standard: 20, max: 100)
+        let after = try parameters.single("cursor").map(NotificationCursor.decode)
+        let page = try await delivery.store.recentNotifications(after: after, limit: limit + 1)
+        let shown = page.prefix(limit)
+        let last = page.count > limit ? shown.last : nil
+        let next = last.map { NotificationCursor.encode(NotificationPosition(createdAt: $0.createdAt, id: $0.id)) }
+        return Self.json(200, capacity: 64 + shown.count * 320) { w in
+            w.beginObject()
+            w.key("notifications")
+            w.beginArray()
+            for notification in shown { Self.notificationView(notification, into: &w) }
+            w.endArray()
+            w.member("nextCursor", next)
+            w.endObject()
+        }
+    }
+
+    /// `GET /internal/v1/deliveries/queue`: is the queue draining? What
+    /// waits, what is in flight, and how long the oldest due one has waited
+    /// (whole seconds, 0 when none is due).
+    func deliveryQueue(_ call: Call) async throws -> HTTPResponse {
+        guard let delivery else { throw APIError.deliveryNotConfigured }
+        let stats = try await delivery.store.queueStats()
+        let waited = stats.oldestDue.map { max(0, now.milliseconds - $0.milliseconds) / 1000 } ?? 0
+        return Self.json(200, capacity: 128) { w in
+            w.beginObject()
+            w.member("queued", Int64(stats.queued))
+            w.member("sending", Int64(stats.sending))
+            w.member("oldestDueAt", stats.oldestDue)
+            w.member("oldestWaitSeconds", waited)
             w.endObject()
         }
     }
@@ -98,6 +138,24 @@ extension RegistryApplication {
         w.member("attempts", Int64(d.attempts))
         w.member("updatedAt", d.updatedAt)
         w.endObject()
+    }
+}
+
+/// `nextCursor` of the notification list: the last notification shown, as
+/// `<createdAt in epoch ms>_<id>`. Opaque to callers (the format may
+/// change); one this route did not make is a 400 naming `cursor`.
+enum NotificationCursor {
+    static func encode(_ position: NotificationPosition) -> String {
+        "\(position.createdAt.milliseconds)_\(position.id)"
+    }
+
+    static func decode(_ text: String) throws(APIError) -> NotificationPosition {
+        let parts = text.split(separator: "_", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, let ms = UInt64(decimalDigits: String(parts[0])), ms <= UInt64(Int64.max),
+              let uuid = UUID(uuidString: String(parts[1])) else {
+            throw .invalidField("cursor", "is not a cursor this route made")
+        }
+        return NotificationPosition(createdAt: Timestamp(milliseconds: Int64(ms)), id: uuid.uuidString.lowercased())
     }
 }
 

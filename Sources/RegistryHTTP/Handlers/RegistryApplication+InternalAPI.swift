@@ -10,11 +10,20 @@ import RegistryCore
 /// show every app's records unless an optional `appId` (query parameter, or
 /// body field of the lookup) narrows them (docs/api.md "App families").
 extension RegistryApplication {
+    /// A user's devices as the sender needs them (`view=sender`, the
+    /// default: with tokens) or as an operator reads them (`view=operator`:
+    /// the tokens' fingerprints instead, for the console).
     func userDevices(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
         let userId = try call.parameter(FieldCheck.userId)
-        let appId = try FieldCheck.appId(in: QueryParameters(call.request.query))
-        let devices = try reads.devices(userId: userId, appId: appId)
-        return Self.devicesDocument(devices, Views.sender(_:into:))
+        let query = try QueryParameters(call.request.query)
+        let appId = try FieldCheck.appId(in: query)
+        let view: (DeviceRecord, inout JSONWriter) -> Void
+        switch try query.single("view") {
+        case nil, "sender"?: view = Views.sender(_:into:)
+        case "operator"?: view = Views.operatorView(_:into:)
+        default: throw APIError.invalidField("view", "must be 'sender' or 'operator'")
+        }
+        return Self.devicesDocument(try reads.devices(userId: userId, appId: appId), view)
     }
 
     /// A user's token history (docs/api.md "Token history"), newest first;

@@ -1,12 +1,13 @@
 import JSON
 import RegistryCore
 
-/// The two ways a device is shown, a fan-out entry and a history event,
+/// The three ways a device is shown, a fan-out entry and a history event,
 /// written straight into the response (no intermediate values: these are
 /// the hot paths of every read). The device view (device API) never carries
-/// a token; the sender view (internal API) adds them. Every view names its
-/// record's `appId` (docs/api.md "App families"; `default` for a v1
-/// client), right after `deviceId`.
+/// a token; the sender view (internal API) adds them; the operator view
+/// (the console's) adds their fingerprints instead, so a browser never
+/// holds a token. Every view names its record's `appId` (docs/api.md "App
+/// families"; `default` for a v1 client), right after `deviceId`.
 enum Views {
     static func device(_ d: DeviceRecord, into w: inout JSONWriter) {
         w.beginObject()
@@ -20,6 +21,20 @@ enum Views {
         deviceMembers(d, into: &w)
         w.member("pushToken", d.pushToken?.token)
         w.member("pushToStartToken", d.pushToStartToken?.token)
+        w.member("pushToStartEnvironment", d.pushToStartToken?.environment.rawValue)
+        w.member("tokenUpdatedAt", d.pushToken?.updatedAt)
+        w.member("pushToStartTokenUpdatedAt", d.pushToStartToken?.updatedAt)
+        w.endObject()
+    }
+
+    /// The sender view with each token replaced by its fingerprint (the
+    /// one history events carry, so the two can be matched).
+    static func operatorView(_ d: DeviceRecord, into w: inout JSONWriter) {
+        w.beginObject()
+        w.member("userId", d.userId)
+        deviceMembers(d, into: &w)
+        w.member("pushTokenFingerprint", d.pushToken.map { HistoryEvent.fingerprint(of: $0.token) })
+        w.member("pushToStartTokenFingerprint", d.pushToStartToken.map { HistoryEvent.fingerprint(of: $0.token) })
         w.member("pushToStartEnvironment", d.pushToStartToken?.environment.rawValue)
         w.member("tokenUpdatedAt", d.pushToken?.updatedAt)
         w.member("pushToStartTokenUpdatedAt", d.pushToStartToken?.updatedAt)

@@ -11,7 +11,7 @@ struct Endpoint: Sendable {
         case device
         /// `/internal/v1` and `/metrics`: the internal API key.
         case `internal`
-        /// `/healthz`, `/openapi.json`: anyone.
+        /// `/healthz`, `/openapi.json`, the console's files: anyone (they hold no one's data).
         case open
 
         /// Whether a handler on this surface may run with `credential`:

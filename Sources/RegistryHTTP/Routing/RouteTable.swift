@@ -27,11 +27,17 @@ enum RouteTable {
         Endpoint("GET /internal/v1/users/{userId}/history", .internal, .read { try $0.tokenHistory($1, $2) }),
         Endpoint("POST /internal/v1/users/lookup", .internal, json: true, .read { try $0.lookupUsers($1, $2) }),
         Endpoint("GET /internal/v1/activities/{activityId}/tokens", .internal, .read { try $0.activityTokens($1, $2) }),
+        // Operator reads (docs/api.md "Operator reads"): counts, never a token.
+        Endpoint("GET /internal/v1/activities/{activityId}/token-counts", .internal,
+                 .read { try $0.activityTokenCounts($1, $2) }),
+        Endpoint("GET /internal/v1/removals", .internal, .read { try $0.removals($1, $2) }),
         Endpoint("POST /internal/v1/feedback", .internal, json: true, .write { try await $0.feedback($1) }),
         Endpoint("POST /internal/v1/tokens/environment", .internal, json: true,
                  .write { try await $0.correctEnvironment($1) }),
         // Delivery through APNs (docs/api.md "Delivery").
         Endpoint("POST /internal/v1/notifications", .internal, json: true, .write { try await $0.acceptNotification($1) }),
+        Endpoint("GET /internal/v1/notifications", .internal, .write { try await $0.listNotifications($1) }),
+        Endpoint("GET /internal/v1/deliveries/queue", .internal, .write { try await $0.deliveryQueue($1) }),
         Endpoint("GET /internal/v1/notifications/{notificationId}", .internal, .write { try await $0.showNotification($1) }),
         Endpoint("DELETE /internal/v1/notifications/{notificationId}", .internal,
                  .write { try await $0.cancelNotification($1) }),
@@ -41,5 +47,9 @@ enum RouteTable {
         Endpoint("GET /healthz", .open, .read { try $0.healthz($1, $2) }),
         // This contract as an OpenAPI 3.1 document (OpenAPI/openapi.json).
         Endpoint("GET /openapi.json", .open, .read { app, call, _ in try app.openAPIDocument(call) }),
+        // The operator console (Console/): static files, no data; its script reads the internal API with the key.
+        Endpoint("GET /console", .open, .read { app, call, _ in try app.consolePage(call) }),
+        Endpoint("GET /console/app.js", .open, .read { app, call, _ in try app.consoleScript(call) }),
+        Endpoint("GET /console/app.css", .open, .read { app, call, _ in try app.consoleStylesheet(call) }),
     ]
 }

@@ -9,6 +9,7 @@ import RegistryCore
 /// the log must not drown in it).
 public final class DeliveryTelemetry: DeliveryObserver {
     private let metrics: DeliveryMetrics
+    private let registry: RegistryMetrics
     private let logger: Logger
     private let quiet: Duration
     private struct Burst {
@@ -19,6 +20,7 @@ public final class DeliveryTelemetry: DeliveryObserver {
 
     public init(metrics: RegistryMetrics, logger: Logger, quiet: Duration = .seconds(60)) {
         self.metrics = metrics.delivery
+        self.registry = metrics
         self.logger = logger
         self.quiet = quiet
     }
@@ -80,4 +82,10 @@ public final class DeliveryTelemetry: DeliveryObserver {
     }
 
     public func queue(_ stats: DeliveryQueueStats, now: Timestamp) { metrics.recordQueue(stats, now: now) }
+
+    /// Removals on APNs' answers count where the feedback route's do, so
+    /// `registry_feedback_removed_tokens_total` holds every removal APNs caused.
+    public func tokensRemoved(_ count: Int, reason: FeedbackReason) {
+        registry.recordFeedback(reason: reason, removed: count)
+    }
 }

@@ -50,6 +50,28 @@ extension LMDBRegistryStore: DeliveryStore {
         }
     }
 
+    /// A reverse walk of `byCreation` from the position's own key (skipped).
+    public func recentNotifications(after position: NotificationPosition?, limit: Int) async throws -> [NotificationRecord] {
+        guard limit > 0 else { return [] }
+        var start: [UInt8]?
+        if let position {
+            guard let id = DeliveryKey.id(position.id) else { return [] }
+            start = DeliveryKey.timed(position.createdAt, id)
+        }
+        let d = deliverySchema
+        return try reading { read in
+            var found: [NotificationRecord] = []
+            try read.txn.scan(d.byCreation, from: start, reverse: true) { key, _ in
+                if key == start { return true }
+                if let notification = try Self.notification(read.txn, d, DeliveryKey.item(inTimed: key)) {
+                    found.append(notification)
+                }
+                return found.count < limit
+            }
+            return found
+        }
+    }
+
     public func cancel(notificationId: String) async throws -> NotificationRecord? {
         guard let id = DeliveryKey.id(notificationId) else { return nil }
         let d = deliverySchema

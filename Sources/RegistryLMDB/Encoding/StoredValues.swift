@@ -104,6 +104,12 @@ package extension TokenValue {
         return try r.blob()
     }
 
+    /// The environment of a stored value, without opening it (an operator's counts).
+    static func environment(in bytes: [UInt8]) throws(StoredValueError) -> APNsEnvironment {
+        var r = try ByteReader(bytes, what: "token", versions: 2...2)
+        return try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
+    }
+
     /// The sealing key id of a stored value, without opening it (rotation, check).
     static func sealingKeyID(of bytes: [UInt8], _ vault: TokenVault) throws(StoredValueError) -> UInt8? {
         vault.keyID(of: try sealed(in: bytes))

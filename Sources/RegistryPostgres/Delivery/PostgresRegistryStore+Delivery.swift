@@ -69,6 +69,26 @@ extension PostgresRegistryStore: DeliveryStore {
         }
     }
 
+    /// Newest first over `registry_notifications_created`; a position is
+    /// compared as a row value, so one page starts exactly after the last.
+    public func recentNotifications(after position: NotificationPosition?, limit: Int) async throws -> [NotificationRecord] {
+        guard limit > 0 else { return [] }
+        var condition = ""
+        var parameters: [PostgresValue?] = [.int64(Int64(limit))]
+        if let position {
+            guard let id = PostgresDeliveryRows.uuid(position.id) else { return [] }
+            condition = "WHERE (created_at, id) < ($2, $3::uuid)"
+            parameters += [.int64(position.createdAt.milliseconds), .text(id)]
+        }
+        return try await deliveryReading { [condition, parameters] connection in
+            let r = try connection.query("""
+                SELECT \(PostgresDeliveryRows.notificationColumns) FROM registry_notifications
+                \(condition) ORDER BY created_at DESC, id DESC LIMIT $1
+                """, parameters)
+            return try (0..<r.rowCount).map { row in try PostgresDeliveryRows.notification(r, row, from: 0) }
+        }
+    }
+
     /// One statement: the queued deliveries become `cancelled` (rows a claim
     /// holds are waited for, then found `sending` and left), and the
     /// notification's counts move by how many did.

@@ -141,6 +141,41 @@ struct PostgresReads: RegistryReads {
                             tokenFingerprint: try r.string(row, 8) ?? "")
     }
 
+    /// One grouped count over the fan-out index; no sealed value is read.
+    func activityTokenCounts(activityId: String) throws -> [ActivityTokenCount] {
+        let r = try connection.query("""
+            SELECT app_id, environment, count(*) FROM registry_tokens
+            WHERE kind = 3 AND activity_id = $1 GROUP BY app_id, environment
+            """, [.text(activityId)])
+        return ActivityTokenCount.inOrder(try (0..<r.rowCount).map { row in
+            guard let environment = APNsEnvironment(rawValue: try r.string(row, 1) ?? "") else {
+                throw StoredValueError(what: "token row", reason: "unknown environment")
+            }
+            return ActivityTokenCount(appId: try r.string(row, 0) ?? "", environment: environment,
+                                      tokens: Int(try r.int64(row, 2) ?? 0))
+        })
+    }
+
+    /// One grouped count over `registry_history_at`'s range; the bucket is
+    /// `RemovalCount.bucketStart`'s arithmetic, in SQL.
+    func removalCounts(from: Timestamp, to: Timestamp, bucket: Duration) throws -> [RemovalCount] {
+        guard from < to else { return [] }
+        let width = max(1, from.adding(bucket).milliseconds - from.milliseconds)
+        let r = try connection.query("""
+            SELECT $1::bigint + (at - $1::bigint) / $3::bigint * $3::bigint, reason, feedback_reason, count(*)
+            FROM registry_history WHERE at >= $1 AND at < $2 AND action = 'removed'
+            GROUP BY 1, 2, 3
+            """, [.int64(from.milliseconds), .int64(to.milliseconds), .int64(width)])
+        return try (0..<r.rowCount).map { row in
+            guard let reason = HistoryEvent.Reason(rawValue: try r.string(row, 1) ?? "") else {
+                throw StoredValueError(what: "history row", reason: "unknown reason")
+            }
+            return RemovalCount(bucketStart: Timestamp(milliseconds: try r.int64(row, 0) ?? 0), reason: reason,
+                                feedbackReason: try r.string(row, 2).flatMap(FeedbackReason.init(rawValue:)),
+                                count: Int(try r.int64(row, 3) ?? 0))
+        }
+    }
+
     func storedApps() throws -> [String] { try apps.all(connection) }
 
     func stats() throws -> StoreStats { try Self.stats(connection) }
