@@ -14,8 +14,7 @@ extension LMDBRegistryStore {
     public func sweep(dryRun: Bool) async throws -> SweepCounts {
         try environment.checkStaleReaders()
         let plan = SweepPlan(now: now, deviceTTL: configuration.limits.deviceTTL, activityTTL: configuration.limits.activityTTL,
-                             batchSize: configuration.sweepBatchSize,
-                             busyBatchSize: configuration.sweepBatchSizeUnderLoad, stepBudget: configuration.sweepStepBudget)
+                             batchSize: configuration.sweepBatchSize, stepBudget: configuration.sweepStepBudget)
         let schema = self.schema
         var total = SweepCounts()
         var counted = Set<[UInt8]>()
@@ -26,13 +25,12 @@ extension LMDBRegistryStore {
                 let resume: [UInt8]?
                 if dryRun {
                     (counts, resume) = try reading { read in
-                        let (keys, resume) = try plan.entries(kind, read.txn, schema, from: from, limit: plan.batchSize)
+                        let (keys, resume) = try plan.entries(kind, read.txn, schema, from: from)
                         return (try plan.count(keys, read, alreadyCounted: &counted), resume)
                     }
                 } else {
-                    (counts, resume) = try await writing { [commits = self.writer] writer in
-                        let limit = plan.stepSize(writesWaiting: commits.commandsWaitingBesideCurrent)
-                        let (keys, resume) = try plan.entries(kind, writer.txn, schema, from: from, limit: limit)
+                    (counts, resume) = try await writing { writer in
+                        let (keys, resume) = try plan.entries(kind, writer.txn, schema, from: from)
                         let (counts, stoppedAt) = try plan.delete(keys, writer)
                         return (counts, stoppedAt ?? resume)
                     }

@@ -35,10 +35,6 @@ public final class LMDBRegistryStore: RuleStore, RegistryReads, Service {
         /// by token hash), so the commit grows with the step: 1,000 entries
         /// held writes up for 150 ms, 2 ms' worth (about 46 devices) for 24 ms.
         public var sweepBatchSize = 16
-        /// Expiry entries per sweep step while writes wait for the writer
-        /// (`SweepPlan.stepSize`): their commit then carries a quarter of
-        /// an idle step's pages.
-        public var sweepBatchSizeUnderLoad = 4
         /// A sweep step also stops once it has deleted for this long (after
         /// at least one entry), whatever `sweepBatchSize` allows.
         public var sweepStepBudget: Duration = .milliseconds(2)

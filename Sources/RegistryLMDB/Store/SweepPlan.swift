@@ -4,8 +4,7 @@ import LMDB
 /// One sweep: the cutoffs, fixed when it starts, and the bounded steps that
 /// walk the expiry index from its oldest bucket.
 ///
-/// Each step reads at most `batchSize` expiry entries (`busyBatchSize` when
-/// writes are waiting for the writer: see `stepSize`) from where the last
+/// Each step reads at most `batchSize` expiry entries from where the last
 /// one stopped, re-checks the exact time in the record (the index is keyed
 /// by hour, and a record may have been refreshed since it was read), and
 /// deletes what expired, for at most `stepBudget`: a step is one writer
@@ -16,27 +15,13 @@ struct SweepPlan: Sendable {
     let deviceCutoff: Timestamp
     let activityCutoff: Timestamp
     let batchSize: Int
-    let busyBatchSize: Int
     let stepBudget: Duration
 
-    init(now: Timestamp, deviceTTL: Duration, activityTTL: Duration, batchSize: Int, busyBatchSize: Int,
-         stepBudget: Duration) {
+    init(now: Timestamp, deviceTTL: Duration, activityTTL: Duration, batchSize: Int, stepBudget: Duration) {
         deviceCutoff = now.subtracting(deviceTTL)
         activityCutoff = now.subtracting(activityTTL)
         self.batchSize = max(1, batchSize)
-        self.busyBatchSize = max(1, min(busyBatchSize, self.batchSize))
         self.stepBudget = stepBudget
-    }
-
-    /// Entries for the next step, given how many writes wait for the writer.
-    /// A step shares its group commit with the writes batched beside it, and
-    /// its commit grows with the pages it dirties (each deleted device's
-    /// records sit in user-keyed databases and its token-owner entries under
-    /// token hashes, so they land on pages all over the file): with writes
-    /// waiting, a smaller step keeps their commit short; with none, nobody
-    /// waits on it and the sweep goes faster.
-    func stepSize(writesWaiting: Int) -> Int {
-        writesWaiting > 0 ? busyBatchSize : batchSize
     }
 
     /// Devices first, so activity tokens that go with their device are not
@@ -49,17 +34,17 @@ struct SweepPlan: Sendable {
         kind == .activityToken ? activityCutoff : deviceCutoff
     }
 
-    /// Up to `limit` expiry entries of `kind` at or after `start` (the
+    /// Up to `batchSize` expiry entries of `kind` at or after `start` (the
     /// kind's first key when nil) and in buckets up to its cutoff; the
     /// resume key is `nil` when the kind is done.
     func entries(_ kind: ExpiryKey.Kind, _ txn: ReadTransaction, _ schema: Schema,
-                 from start: [UInt8]?, limit: Int) throws -> (keys: [ExpiryKey], resume: [UInt8]?) {
+                 from start: [UInt8]?) throws -> (keys: [ExpiryKey], resume: [UInt8]?) {
         var keys: [ExpiryKey] = []
         var resume: [UInt8]?
         let end = ExpiryKey.start(of: kind, bucket: ExpiryKey.bucket(of: cutoff(kind)) + 1)
         try txn.scan(schema.expiry, from: start ?? ExpiryKey.start(of: kind, bucket: 0)) { key, _ in
             guard key.lexicographicallyPrecedes(end) else { return false }
-            if keys.count == max(1, limit) {
+            if keys.count == batchSize {
                 resume = key
                 return false
             }

@@ -32,8 +32,6 @@ final class GroupCommitWriter: Service {
 
     private struct State {
         var queue: [Command] = []
-        /// Commands in the batch being applied and committed (0 between batches).
-        var inBatch = 0
         var started = false
         var stopping = false
         var failure: RegistryError?
@@ -71,11 +69,6 @@ final class GroupCommitWriter: Service {
 
     /// Commands waiting for the next batch.
     var queuedCommands: Int { state.withLock { $0.queue.count } }
-
-    /// Asked by a command while it runs: how many other commands wait for
-    /// the commit it is part of or for the next one. Its own work holds all
-    /// of them up (the sweep sizes its steps by it).
-    var commandsWaitingBesideCurrent: Int { state.withLock { $0.queue.count + max(0, $0.inBatch - 1) } }
 
     /// Runs `body` in the next batch; returns after that batch committed.
     func submit<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
@@ -132,7 +125,6 @@ final class GroupCommitWriter: Service {
             let (batch, done) = state.withLock { s -> ([Command], Bool) in
                 let batch = Array(s.queue.prefix(maxBatchSize))
                 s.queue.removeFirst(batch.count)
-                s.inBatch = batch.count
                 return (batch, s.stopping && batch.isEmpty)
             }
             if !batch.isEmpty { return batch }

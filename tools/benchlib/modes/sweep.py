@@ -54,7 +54,7 @@ def body(run, loaded, answer, seconds, before, after, metrics):
     total = api.metric_value(metrics, "registry_sweep_step_duration_seconds_sum")
     count = api.metric_value(metrics, "registry_sweep_step_duration_seconds_count")
     if count and count > 0:
-        text += (f"- sweep steps (one writer command each, at most 16 expiry entries, 4 while writes wait, or 2 ms of deleting): "
+        text += (f"- sweep steps (one writer command each, at most 16 expiry entries or 2 ms of deleting): "
                  f"{int(count)}, mean {1000 * (total or 0) / count:.1f} ms\n")
     return text
 
