@@ -135,6 +135,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case decoding
         /// A parameter cannot be sent (a NUL character in text, too many).
         case invalidParameter
+        /// Not run: an earlier statement of its pipeline segment failed
+        /// (`PostgresConnection.pipeline`), whose error says why.
+        case pipelineAborted
         /// The pool was closed before the work could run.
         case poolClosed
         /// `PostgresMigrations` refused to apply (a pending migration older
