@@ -117,10 +117,7 @@ public final class PostgresConnection {
     @discardableResult
     public func query(_ sql: String, _ parameters: [PostgresValue?] = [],
                       resultFormat: PostgresFormat = .text) throws -> PostgresResult {
-        let statement = try EncodedStatement(PostgresStatement(sql, parameters, resultFormat: resultFormat))
-        let outcomes = try run([takeDeferred() + [statement]])[0]
-        if let failure = Self.firstFailure(outcomes) { throw failure }
-        return try outcomes[outcomes.count - 1].get()
+        try queries([PostgresStatement(sql, parameters, resultFormat: resultFormat)])[0]
     }
 
     /// Queues a statement whose result the caller does not read (a write):
@@ -145,8 +142,7 @@ public final class PostgresConnection {
     /// Returns the last statement's result.
     @discardableResult
     public func executeScript(_ sql: String) throws -> PostgresResult {
-        let queued = takeDeferred()
-        if !queued.isEmpty, let failure = Self.firstFailure(try run([queued])[0]) { throw failure }
+        if !deferred.isEmpty { _ = try pipeline([]) }
         let handle = try openHandle()
         return try finish(PQexec(handle, sql))
     }

@@ -37,7 +37,8 @@ extension PostgresConnection {
     /// the rest of its segment (`.pipelineAborted`), and the next segment
     /// runs all the same. Outside a transaction each segment is one
     /// implicit transaction; inside one, an error leaves it failed for the
-    /// segments after. Statements queued by `queryLater` go first.
+    /// segments after. Statements queued by `queryLater` go first; the
+    /// first of them to fail is thrown.
     ///
     /// A statement that would run prepared (see `query`) and is not yet is
     /// prepared in the same round trip, ahead of it. When the connection
@@ -49,13 +50,22 @@ extension PostgresConnection {
     public func pipeline(_ segments: [[PostgresStatement]]) throws -> [[Result<PostgresResult, PostgresError>]] {
         var encoded = try segments.map { try $0.map(EncodedStatement.init) }
         let queued = takeDeferred()
-        if !queued.isEmpty {
-            if encoded.isEmpty { encoded = [[]] }
-            encoded[0] = queued + encoded[0]
-        }
+        guard !queued.isEmpty else { return try run(encoded) }
+        if encoded.isEmpty { encoded = [[]] }
+        encoded[0] = queued + encoded[0]
         var outcomes = try run(encoded)
-        if !queued.isEmpty { outcomes[0].removeFirst(queued.count) }
+        // The transaction has failed with it: nothing after it means anything.
+        if let failure = Self.firstFailure(Array(outcomes[0].prefix(queued.count))) { throw failure }
+        outcomes[0].removeFirst(queued.count)
         return outcomes
+    }
+
+    /// Several statements in one round trip (one segment, after what
+    /// `queryLater` queued), every result read: the first to fail throws.
+    public func queries(_ statements: [PostgresStatement]) throws -> [PostgresResult] {
+        let outcomes = try pipeline([statements])[0]
+        if let failure = Self.firstFailure(outcomes) { throw failure }
+        return try outcomes.map { try $0.get() }
     }
 
     /// The first failure among `outcomes`: the error to throw for a segment.
