@@ -10,6 +10,7 @@ import os
 import time
 
 from .. import keys, procfs, report, servers, workloads
+from . import against
 from ..dataset import bytes_on_disk, load, thousands
 from ..options import COMPARED_WORKLOADS
 from ..postgres import Postgres, delta
@@ -54,11 +55,16 @@ def bench(run):
         facts["lmdb_bytes"] = bytes_on_disk(run.path("lmdb-data", "lmdb"))
     run.data_devices = size
     pg = None
+    if options.against:
+        run.rev_bin, facts["rev_built"] = against.build_rev(run)
     if options.pg_sides:
         pg = Postgres(run)
         pg.start(options.pg_statements)
         facts["pg_load"] = pg.load(size)
         facts["pg_bytes"] = pg.database_bytes()
+        if options.against:
+            facts["pg_rev_load"] = pg.load(size, loader=os.path.join(run.rev_bin, "registry-bench"),
+                                           url=pg.add_rev_database(), data="pg-rev-data")
     users = size // 5
     facts["sample"] = min(users, 20000)
     keys.mint(run, facts["sample"], users // facts["sample"], workloads.needs_all_algorithms(options))
@@ -82,10 +88,12 @@ def start_side(run, side, pg):
     """(side, its registryd): LMDB on the loaded directory, PostgreSQL with the load's token keys."""
     if side.pool == 0:
         return side, servers.start_server(run, run.path("lmdb-data"))
-    flags = ["--store", "postgres", "--postgres-url", pg.url, "--postgres-pool-size", str(side.pool),
-             "--token-key-file", run.path("pg-data", "secrets", "token-keys")]
-    return side, servers.start_server(run, run.path("pg-data"), flags,
-                                      log_path=run.path("pg-data", f"server-{side.name}.log"))
+    data = "pg-rev-data" if side.rev else "pg-data"
+    flags = ["--store", "postgres", "--postgres-url", pg.rev_url if side.rev else pg.url,
+             "--postgres-pool-size", str(side.pool), "--token-key-file", run.path(data, "secrets", "token-keys")]
+    binary = os.path.join(run.rev_bin, "registryd") if side.rev else None
+    return side, servers.start_server(run, run.path(data), flags, binary=binary,
+                                      log_path=run.path(data, f"server-{side.name}.log"))
 
 
 def run_rounds(run, started, pg):
@@ -144,6 +152,12 @@ def summary(run, facts, pg, started):
                   f"  {loaded['seconds']} s ({loaded['devicesPerSecond']} devices/s, {loaded['retries']} chunks "
                   f"retried),",
                   f"  then VACUUM (ANALYZE) {vacuum} s and CHECKPOINT {checkpoint} s; database {facts['pg_bytes']} bytes"]
+    if options.against:
+        loaded, vacuum, checkpoint = facts["pg_rev_load"]
+        lines += [f"- REV {options.against_sha[:7]} ({facts['rev_built']}): its own database (registry_rev) on the "
+                  f"same server, loaded",
+                  f"  by its own `registry-bench load` in {loaded['seconds']} s, VACUUM (ANALYZE) {vacuum} s, "
+                  f"CHECKPOINT {checkpoint} s; this tree is {git_head(run)}"]
     for side, server in started:
         flags = f" --store postgres --postgres-pool-size {side.pool}" if side.pool else ""
         lines.append(f"- {side.label}: `registryd serve{flags}`, first /healthz after {server.start_ms:.1f} ms")
@@ -153,6 +167,11 @@ def summary(run, facts, pg, started):
               f"  of every store, {options.duration} s each, the first store rotating; the same wrk script, JWTs "
               f"({thousands(sample)} users) and keys", ""]
     return "\n".join(lines) + "\n"
+
+
+def git_head(run):
+    head = against.git(run, "rev-parse", "--short=7", "HEAD")
+    return head + (" with uncommitted changes" if against.git(run, "status", "--porcelain", "--untracked-files=no") else "")
 
 
 def stores_table(run, rounds):
@@ -171,6 +190,12 @@ def stores_table(run, rounds):
     for side in sides:
         if side.pool and "reregister-hs256" in order:
             lines.append(goal_line(side, rounds, medians))
+    for side in sides:
+        twin = next((t for t in sides if t.rev and t.name == side.name + "-rev"), None)
+        if twin:
+            ratios = ", ".join(f"{w} {medians[side.name, w] / medians[twin.name, w]:.3f}"
+                               for w in order if medians[twin.name, w] > 0)
+            lines.append(f"- {side.label} ÷ {twin.label} (median req/s): {ratios}")
     lines.append("")
     lines += every_round(run, rounds)
     return "\n".join(lines) + "\n"
