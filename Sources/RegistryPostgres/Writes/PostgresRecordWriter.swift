@@ -83,7 +83,12 @@ package struct PostgresRecordWriter: RecordTransaction {
         return r.rowCount == 0 ? nil : try PostgresRows.token(r, 0, from: 0, kind, of: holder, vault)
     }
 
+    /// A push token this transaction read with its device (`device`) is
+    /// that record's: `owner_key` is unique and a function of the token and
+    /// kind alone, so no other row can hold it (a launch's re-registration
+    /// asks exactly this, at no round trip). Otherwise read by `owner_key`.
     package func owner(of token: String, _ kind: TokenKind) throws -> TokenHolder? {
+        if kind == .push, let id = cache.holder(ofPush: token) { return TokenHolder(id: id, activityId: nil) }
         let r = try connection.query("""
             SELECT user_id, app_id, device_id, activity_id, sealed FROM registry_tokens WHERE owner_key = $1
             """, [.bytea(vault.ownerKey(token, kind))])
@@ -344,22 +349,27 @@ package struct PostgresRecordWriter: RecordTransaction {
 
 /// What one write transaction read beside a device (its tombstone and push
 /// token; `nil` inside means "read: there is none"), so the rules' next
-/// reads of them cost no round trip. Every write of those rows forgets the
-/// record's entry first; the cache lives as long as its transaction (a
-/// retry starts with a new writer).
+/// reads of them, and of the push token's owner, cost no round trip. Every
+/// write of those rows forgets the record's entry first; the cache lives as
+/// long as its transaction (a retry starts with a new writer).
 package final class RecordCache {
     private var tombstones: [[UInt8]: TombstoneValue?] = [:]
-    private var pushTokens: [[UInt8]: TokenValue?] = [:]
+    private var pushTokens: [[UInt8]: (id: RecordID, token: TokenValue?)] = [:]
 
     package func remember(_ id: RecordID, tombstone: TombstoneValue?, push: TokenValue?) {
         tombstones[id.identity] = .some(tombstone)
-        pushTokens[id.identity] = .some(push)
+        pushTokens[id.identity] = (id, push)
     }
 
     /// `.some(nil)`: known to be absent; `nil`: not known.
     package func tombstone(_ id: RecordID) -> TombstoneValue?? { tombstones[id.identity] }
 
-    package func push(_ id: RecordID) -> TokenValue?? { pushTokens[id.identity] }
+    package func push(_ id: RecordID) -> TokenValue?? { pushTokens[id.identity].map(\.token) }
+
+    /// The record whose remembered push token is exactly `token`, if any.
+    package func holder(ofPush token: String) -> RecordID? {
+        pushTokens.values.first { $0.token?.token.utf8.elementsEqual(token.utf8) == true }?.id
+    }
 
     package func forget(_ id: RecordID) {
         tombstones[id.identity] = nil
