@@ -6,7 +6,10 @@
 ///
 /// - `PostgresConnection`: one blocking libpq connection (`query` with
 ///   out-of-band parameters, `executeScript`, a one-attempt `transaction`,
-///   advisory lock calls).
+///   advisory lock calls), and its round trips: `pipeline` and `queries`
+///   send several statements in one (libpq's pipeline mode), `queryLater`
+///   queues a write to go with the next statement or with COMMIT, and a
+///   transaction's `PostgresSessionHold` goes with its BEGIN and COMMIT.
 /// - `PostgresResult`: typed accessors over one statement's result.
 /// - `PostgresPool`: connections on dedicated threads; `withConnection`,
 ///   `transaction(isolation:maxAttempts:_:)` (retried),
@@ -65,8 +68,9 @@
 ///
 /// ## Parameters and results
 ///
-/// Parameters always travel out of band (`PQexecParams`), never spliced into
-/// SQL: text and integers in text format, `bytea` in binary format (tokens
+/// Parameters always travel out of band (`PQsendQueryParams`, or
+/// `PQsendQueryPrepared` for a statement prepared on the session), never
+/// spliced into SQL: text and integers in text format, `bytea` in binary format (tokens
 /// and keys need no escaping). Results come back in text format by default,
 /// decoded by typed accessors (`bytea` from `\x` hex, or raw bytes when a
 /// binary result format is asked for).
@@ -135,6 +139,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case decoding
         /// A parameter cannot be sent (a NUL character in text, too many).
         case invalidParameter
+        /// Not run: an earlier statement of its pipeline segment failed
+        /// (`PostgresConnection.pipeline`), whose error says why.
+        case pipelineAborted
         /// The pool was closed before the work could run.
         case poolClosed
         /// `PostgresMigrations` refused to apply (a pending migration older

@@ -11,8 +11,12 @@ public final class PostgresConnection {
     /// though libpq still calls it healthy (a read-only standby after a
     /// failover, an operator shutdown); the pool then replaces it.
     private(set) var discardRequested = false
-    /// Statements prepared on this session, by their SQL text (see `query`).
-    private var prepared: [String: String] = [:]
+    /// Statements prepared on this session, by their SQL text (see `preparedName`).
+    var prepared: [String: String] = [:]
+    /// Statements prepared so far, failed ones included: the next name's number.
+    var preparedCount = 0
+    /// What `queryLater` queued, sent ahead of the next statement or with COMMIT.
+    var deferred: [EncodedStatement] = []
     /// At most this many statements are prepared per session: SQL built
     /// with varying text (a `LIMIT n`) beyond it runs unprepared.
     static let maxPreparedStatements = 256
@@ -106,88 +110,30 @@ public final class PostgresConnection {
 
     /// Runs one statement with out-of-band parameters (`$1`, `$2`, …; `nil`
     /// is NULL). Text, integers and booleans travel in text format, `bytea`
-    /// in binary format. Throws `PostgresError` (`.server` with its
-    /// SQLSTATE, `.connectionLost`, `.invalidParameter`).
+    /// in binary format. Statements queued by `queryLater` go ahead of it in
+    /// the same round trip, and the first of them to fail is what throws.
+    /// Throws `PostgresError` (`.server` with its SQLSTATE,
+    /// `.connectionLost`, `.invalidParameter`).
     @discardableResult
     public func query(_ sql: String, _ parameters: [PostgresValue?] = [],
                       resultFormat: PostgresFormat = .text) throws -> PostgresResult {
-        let handle = try openHandle()
-        guard parameters.count <= Int(UInt16.max) else {
-            throw PostgresError(kind: .invalidParameter, message: "\(parameters.count) parameters (at most 65535)")
-        }
-        var types = [Oid](), lengths = [Int32](), formats = [Int32]()
-        var buffers = [UnsafeMutablePointer<CChar>?]()
-        types.reserveCapacity(parameters.count)
-        lengths.reserveCapacity(parameters.count)
-        formats.reserveCapacity(parameters.count)
-        buffers.reserveCapacity(parameters.count)
-        defer { buffers.forEach { $0?.deallocate() } }
-
-        func append(_ bytes: some Collection<UInt8>, type: Oid, format: Int32, terminate: Bool) {
-            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
-            var index = 0
-            for byte in bytes {
-                buffer[index] = CChar(bitPattern: byte)
-                index += 1
-            }
-            buffer[index] = 0
-            buffers.append(buffer)
-            types.append(type)
-            lengths.append(Int32(terminate ? 0 : bytes.count))
-            formats.append(format)
-        }
-
-        for (index, parameter) in parameters.enumerated() {
-            switch parameter {
-            case nil:
-                buffers.append(nil)
-                types.append(0)
-                lengths.append(0)
-                formats.append(0)
-            case .text(let text)?:
-                guard !text.utf8.contains(0) else {
-                    throw PostgresError(kind: .invalidParameter,
-                                        message: "parameter $\(index + 1) contains a NUL character, which text cannot hold")
-                }
-                append(text.utf8, type: 0, format: 0, terminate: true)
-            case .int64(let value)?:
-                append(String(value).utf8, type: 20, format: 0, terminate: true)
-            case .bool(let value)?:
-                append((value ? "t" : "f").utf8, type: 16, format: 0, terminate: true)
-            case .bytea(let bytes)?:
-                guard bytes.count <= Int(Int32.max) else {
-                    throw PostgresError(kind: .invalidParameter, message: "parameter $\(index + 1) is over 2 GiB")
-                }
-                append(bytes, type: 17, format: 1, terminate: false)
-            }
-        }
-        let values = buffers.map { $0.map { UnsafePointer($0) } }
-        if let name = try preparedName(sql, types, handle) {
-            return try finish(PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats,
-                                             resultFormat.rawValue))
-        }
-        let result = PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats,
-                                  resultFormat.rawValue)
-        return try finish(result)
+        try queries([PostgresStatement(sql, parameters, resultFormat: resultFormat)])[0]
     }
 
-    /// The name `sql` is prepared under on this session, preparing it the
-    /// first time (with the parameter types of that call; a later call's
-    /// values are read as those types). A statement with parameters runs
-    /// prepared: the server parses and plans it once per session instead of
-    /// on every call, which was most of its CPU per registry write (about
-    /// ten short statements each). `nil` (run it unprepared) for a statement
-    /// without parameters, or once the session holds `maxPreparedStatements`.
-    /// A prepared statement outlives a rolled-back transaction and goes with
-    /// its session; the server re-plans it after a schema change.
-    private func preparedName(_ sql: String, _ types: [Oid], _ handle: OpaquePointer) throws -> String? {
-        guard !types.isEmpty else { return nil }
-        if let name = prepared[sql] { return name }
-        guard prepared.count < Self.maxPreparedStatements else { return nil }
-        let name = "registryd_\(prepared.count)"
-        _ = try finish(PQprepare(handle, name, sql, Int32(types.count), types))
-        prepared[sql] = name
-        return name
+    /// Queues a statement whose result the caller does not read (a write):
+    /// it is sent ahead of the next `query` or `pipeline`, or with the
+    /// transaction's COMMIT, in that round trip, instead of taking one of
+    /// its own. Only inside a transaction, whose outcome is all its
+    /// statements': the statement's error (a conflict, a unique violation)
+    /// is thrown by the call that sends it, and the transaction has failed
+    /// all the same. `.invalidParameter` is thrown here, before anything is
+    /// sent.
+    public func queryLater(_ sql: String, _ parameters: [PostgresValue?] = []) throws {
+        guard transactionStatus == .inTransaction else {
+            throw PostgresError(kind: .invalidParameter,
+                                message: "queryLater outside a transaction (\(transactionStatus)): \(sql)")
+        }
+        deferred.append(try EncodedStatement(PostgresStatement(sql, parameters)))
     }
 
     /// Runs a script of one or more statements separated by semicolons (the
@@ -196,6 +142,7 @@ public final class PostgresConnection {
     /// Returns the last statement's result.
     @discardableResult
     public func executeScript(_ sql: String) throws -> PostgresResult {
+        if !deferred.isEmpty { _ = try pipeline([]) }
         let handle = try openHandle()
         return try finish(PQexec(handle, sql))
     }
@@ -207,11 +154,13 @@ public final class PostgresConnection {
     /// answers with an error rolled back (rethrown; 40001 may come here);
     /// a COMMIT answered with ROLLBACK (the body swallowed an error) throws
     /// `.transactionAborted`; a connection lost while COMMIT was in flight
-    /// throws `.commitOutcomeUnknown`. No retries here: see
-    /// `retryingTransaction` and `PostgresPool.transaction`.
+    /// throws `.commitOutcomeUnknown`. Statements the body queued with
+    /// `queryLater` go with COMMIT; one of them failing is thrown as it is
+    /// (nothing committed). No retries here: see `retryingTransaction` and
+    /// `PostgresPool.transaction`.
     public func transaction<T>(isolation: PostgresIsolation = .serializable,
                                _ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(isolation: isolation, opening: nil) { connection, _ in try body(connection) }
+        try transaction(isolation: isolation, holding: nil, opening: nil) { connection, _, _ in try body(connection) }
     }
 
     /// `transaction`, run again on this connection after a conflict
@@ -222,47 +171,113 @@ public final class PostgresConnection {
         try PostgresRetry(reconnecting: false).runBlocking { try transaction(isolation: isolation, body) }
     }
 
-    /// `transaction(isolation:_:)` whose first statement, `opening` (no
-    /// parameters), is sent with BEGIN in one round trip (the simple query
-    /// protocol); `body` gets its result. Under REPEATABLE READ or
-    /// SERIALIZABLE that statement takes the transaction's snapshot.
-    public func transaction<T>(isolation: PostgresIsolation, opening: String?,
-                               _ body: (PostgresConnection, PostgresResult?) throws -> T) throws -> T {
-        guard transactionStatus == .idle else {
+    /// `transaction(isolation:_:)` in as few round trips as the statements
+    /// allow: `hold.take`, then BEGIN and `opening` in the first (a sync
+    /// point between, so the server has taken the hold, a session lock,
+    /// before BEGIN opens the transaction and `opening` takes its snapshot
+    /// under REPEATABLE READ or SERIALIZABLE); the body's queued writes,
+    /// COMMIT and `hold.release` in the last (ROLLBACK and the release when
+    /// the body throws). `body` gets the results of `hold.take` and
+    /// `opening`. A `take` that fails closes the connection (what it took,
+    /// if anything, goes with the session), and so does a release that does
+    /// not answer true; either way the transaction's outcome stands.
+    public func transaction<T>(isolation: PostgresIsolation, holding hold: PostgresSessionHold?,
+                               opening: PostgresStatement?,
+                               _ body: (PostgresConnection, _ held: PostgresResult?, _ opened: PostgresResult?) throws -> T
+    ) throws -> T {
+        guard transactionStatus == .idle, deferred.isEmpty else {
             throw PostgresError(kind: .invalidParameter,
                                 message: "transaction() on a connection that is not idle (\(transactionStatus))")
         }
+        let begin = [PostgresStatement("BEGIN ISOLATION LEVEL \(isolation.rawValue)")] + (opening.map { [$0] } ?? [])
+        let started = try pipeline((hold.map { [[$0.take]] } ?? []) + [begin])
+        var held: PostgresResult?
+        if hold != nil {
+            switch started[0][0] {
+            case .success(let result): held = result
+            case .failure(let error):
+                close()
+                throw error
+            }
+        }
+        let release = held.flatMap { held in hold.map { $0.release(held) } }
         let value: T
         do {
-            let begin = "BEGIN ISOLATION LEVEL \(isolation.rawValue)"
-            let opened = try opening.map { try executeScript(begin + "; " + $0) } ?? query(begin)
-            value = try body(self, opening == nil ? nil : opened)
+            if let failure = Self.firstFailure(started[started.count - 1]) { throw failure }
+            let opened = opening == nil ? nil : try started[started.count - 1][1].get()
+            value = try body(self, held, opened)
         } catch {
-            rollbackQuietly()
+            rollback(releasing: release)
             throw error
         }
-        let commit: PostgresResult
-        do {
-            commit = try query("COMMIT")
-        } catch let error as PostgresError {
-            if error.connectionBroken || isBroken {
-                throw PostgresError(kind: .commitOutcomeUnknown, sqlState: error.sqlState,
-                                    message: "the connection was lost while COMMIT was in flight: \(error.message)",
-                                    detail: error.detail, connectionBroken: true)
-            }
-            rollbackQuietly()
-            throw error
-        }
-        guard commit.commandTag == "COMMIT" else {
-            throw PostgresError(kind: .transactionAborted,
-                                message: "COMMIT answered \(commit.commandTag): the transaction had failed and was rolled back")
-        }
+        try commit(releasing: release)
         return value
+    }
+
+    /// Sends the queued writes and COMMIT, then `release` after a sync
+    /// point, in one round trip. Which statement failed tells what happened:
+    /// a queued write refused (COMMIT skipped: nothing committed, rolled
+    /// back, its error thrown), COMMIT refused (rolled back by the server),
+    /// or no answer to COMMIT (`.commitOutcomeUnknown`).
+    private func commit(releasing release: PostgresStatement?) throws {
+        let segments = [takeDeferred() + [try EncodedStatement(PostgresStatement("COMMIT"))]]
+            + (try release.map { [[try EncodedStatement($0)]] } ?? [])
+        let outcomes = try run(segments)
+        let written = outcomes[0]
+        let released = release == nil ? nil : outcomes[1][0]
+        switch written[written.count - 1] {
+        case .success(let commit):
+            settle(released)
+            guard commit.commandTag == "COMMIT" else {
+                throw PostgresError(kind: .transactionAborted,
+                                    message: "COMMIT answered \(commit.commandTag): the transaction had failed and was rolled back")
+            }
+        case .failure(let error):
+            let cause = Self.firstFailure(written) ?? error
+            let commitFailed = written.dropLast().allSatisfy { if case .success = $0 { true } else { false } }
+            // No answer to a queued write, or a COMMIT cut off: the server may have committed.
+            if cause.kind == .connectionLost || (commitFailed && (cause.connectionBroken || isBroken)) {
+                close()
+                throw PostgresError(kind: .commitOutcomeUnknown, sqlState: cause.sqlState,
+                                    message: "the connection was lost while COMMIT was in flight: \(cause.message)",
+                                    detail: cause.detail, connectionBroken: true)
+            }
+            // A refused COMMIT ended the transaction and the release ran;
+            // a refused write left it failed, refusing the release too.
+            if case .success = released {
+                settle(released)
+                rollbackQuietly()
+            } else {
+                rollback(releasing: release)
+            }
+            throw cause
+        }
+    }
+
+    /// ROLLBACK, when a transaction is open, and `release` after a sync
+    /// point in the same round trip; the queued writes are dropped. Errors
+    /// ignored: a connection that cannot roll back is broken and replaced.
+    private func rollback(releasing release: PostgresStatement?) {
+        deferred.removeAll()
+        guard let release else { return rollbackQuietly() }
+        guard !isBroken else { return close() }
+        let open = transactionStatus == .inTransaction || transactionStatus == .inFailedTransaction
+        let segments = (open ? [[PostgresStatement("ROLLBACK")]] : []) + [[release]]
+        guard let outcomes = try? pipeline(segments) else { return close() }
+        settle(outcomes[outcomes.count - 1][0])
+    }
+
+    /// Closes the connection unless a release answered true.
+    private func settle(_ released: Result<PostgresResult, PostgresError>?) {
+        guard let released else { return }
+        if (try? released.get().bool(0, 0)) != true { close() }
     }
 
     /// ROLLBACK when a transaction is open and the connection usable; errors
     /// ignored (a connection that cannot roll back is broken and replaced).
+    /// Queued writes are dropped.
     func rollbackQuietly() {
+        deferred.removeAll()
         guard !isBroken, transactionStatus == .inTransaction || transactionStatus == .inFailedTransaction else {
             return
         }
@@ -319,7 +334,7 @@ public final class PostgresConnection {
 
     // MARK: - Internals
 
-    private func openHandle() throws -> OpaquePointer {
+    func openHandle() throws -> OpaquePointer {
         guard let handle else {
             throw PostgresError(kind: .connectionLost, message: "the connection is closed", connectionBroken: true)
         }
@@ -344,12 +359,14 @@ public final class PostgresConnection {
         }
     }
 
-    private func makeError(_ result: OpaquePointer, _ handle: OpaquePointer) -> PostgresError {
+    func makeError(_ result: OpaquePointer, _ handle: OpaquePointer) -> PostgresError {
         func field(_ code: Character) -> String? {
             PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
         }
         let sqlState = field("C")
-        let broken = PQstatus(handle) == CONNECTION_BAD
+        // The server ends the session after a FATAL error: libpq may not have
+        // read the close yet (the next answer of a pipeline would find it).
+        let broken = PQstatus(handle) == CONNECTION_BAD || ["FATAL", "PANIC"].contains(field("V"))
         var message = field("M") ?? Self.trimmed(PQresultErrorMessage(result))
         if message.isEmpty { message = Self.trimmed(PQerrorMessage(handle)) }
         // On a standby (a failover demoted this server), in an operator
@@ -364,7 +381,7 @@ public final class PostgresConnection {
                              constraint: field("n"), connectionBroken: broken)
     }
 
-    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+    static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
         guard let message else { return "" }
         return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -54,7 +54,7 @@ extension PostgresError {
             return true
         case .server:
             return connectionBroken || sqlState == SQLState.readOnlySQLTransaction
-        case .commitOutcomeUnknown, .transactionAborted, .decoding, .invalidParameter, .poolClosed, .migrationRefused:
+        case .commitOutcomeUnknown, .transactionAborted, .pipelineAborted, .decoding, .invalidParameter, .poolClosed, .migrationRefused:
             return false
         }
     }

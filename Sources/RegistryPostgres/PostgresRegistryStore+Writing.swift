@@ -11,14 +11,18 @@ extension PostgresRegistryStore {
     /// A write of `user` first waits for its turn on this node
     /// (`PostgresWriteQueue`), holding no connection: a user's writes run
     /// one at a time, so one user with many writes in flight never occupies
-    /// the pool. Then, on a connection and before BEGIN, it takes the key
-    /// barrier shared and tries the user's session advisory lock (held by
-    /// another node's write of the user: the connection goes back to the
-    /// pool and the write tries again shortly), so the transaction's
-    /// snapshot sees every earlier write of the user and of any key rotation.
-    /// Its first statement, sent with BEGIN, reads the sealing key a
+    /// the pool. Then, on a connection, its first round trip takes the key
+    /// barrier shared and tries the user's session advisory lock, and, after
+    /// a sync point (so the server holds them before the transaction
+    /// begins), sends BEGIN and the transaction's first statement, which
+    /// takes its snapshot: the snapshot sees every earlier write of the user
+    /// and of any key rotation. That statement reads the sealing key a
     /// rotation announced: a node whose key is older reloads its key file
-    /// first, or refuses to seal (`SealingKeys.forWriting`).
+    /// first, or refuses to seal (`SealingKeys.forWriting`). When another
+    /// session held the user lock (another node's write of the user), the
+    /// transaction commits nothing, the connection goes back to the pool and
+    /// the write tries again shortly. The last round trip sends the
+    /// writer's queued writes, COMMIT and the unlocks.
     ///
     /// Why not SERIALIZABLE: its read locks are page-level on small indexes,
     /// so unrelated users' launch upserts failed each other (tools/ha-test:
@@ -46,21 +50,21 @@ extension PostgresRegistryStore {
         let report = { [onCommit = configuration.onCommit] (succeeded: Bool) in
             onCommit?(CommitBatchReport(commands: 1, succeeded: succeeded, seconds: (ContinuousClock.now - began).inSeconds))
         }
-        let userLock = user.map(locks.user)
+        let hold = Self.hold(barrier: barrier, user: user.map(locks.user))
         var userLockTries = 0
         while true {
             let value: T?
             do {
                 value = try await PostgresRetry(retryingUniqueViolations: true).run {
                     try await pool.withConnection { connection -> T? in
-                        try Self.holding(barrier: barrier, user: userLock, connection) {
-                            try connection.transaction(isolation: .repeatableRead, opening: Self.announcedKeyQuery) { connection, opened in
-                                let announced = try opened.flatMap { $0.rowCount == 1 ? try $0.bytes(0, 0)?.first : nil }
-                                let vault = keys.forWriting(announced: announced) { ring in
-                                    try PostgresMeta.verifySealingKeys(ring, connection)
-                                }
-                                return try body(PostgresRecordWriter(connection: connection, vault: vault, apps: apps, now: clock.now()))
+                        try connection.transaction(isolation: .repeatableRead, holding: hold,
+                                                   opening: Self.announcedKeyQuery) { connection, held, opened in
+                            guard try user == nil || held?.bool(0, 1) == true else { return nil }
+                            let announced = try opened.flatMap { $0.rowCount == 1 ? try $0.bytes(0, 0)?.first : nil }
+                            let vault = keys.forWriting(announced: announced) { ring in
+                                try PostgresMeta.verifySealingKeys(ring, connection)
                             }
+                            return try body(PostgresRecordWriter(connection: connection, vault: vault, apps: apps, now: clock.now()))
                         }
                     }
                 }
@@ -85,32 +89,33 @@ extension PostgresRegistryStore {
     /// Tries for a user lock another node holds: about 5 s in all.
     static let userLockAttempts = 160
 
-    /// The first statement of every write, sent with its BEGIN.
-    static let announcedKeyQuery =
-        "SELECT value FROM registry_meta WHERE name = '\(PostgresSchema.Meta.sealingKeyID)'"
+    /// The first statement of every write, sent with its BEGIN; the name a
+    /// parameter so that it runs prepared (planning it was a sixth of the
+    /// database's time per launch upsert).
+    static let announcedKeyQuery = PostgresStatement("SELECT value FROM registry_meta WHERE name = $1",
+                                                     [.text(PostgresSchema.Meta.sealingKeyID)])
 
-    /// Runs `body` holding the key barrier shared and, when given, the
-    /// user's session advisory lock, both taken (in one statement) before
-    /// and released after it. `nil` without running `body` when another
-    /// session holds the user lock. Locks that cannot be released go with
-    /// their connection (the pool replaces it).
-    private static func holding<T>(barrier: Int64, user: Int64?, _ connection: PostgresConnection,
-                                   _ body: () throws -> T) throws -> T? {
+    /// The key barrier shared and, for a user's write, the user's session
+    /// advisory lock tried (one statement, sent before BEGIN in the write's
+    /// first round trip), released after COMMIT or ROLLBACK in its last.
+    /// The body sees whether the user lock was taken (column 1) and, when
+    /// not, commits nothing; the barrier is released all the same. Locks
+    /// that cannot be released go with their connection (it is closed and
+    /// the pool replaces it).
+    private static func hold(barrier: Int64, user: Int64?) -> PostgresSessionHold {
+        let releaseBarrier = PostgresStatement("SELECT pg_advisory_unlock_shared($1)", [.int64(barrier)])
         guard let user else {
-            try connection.query("SELECT pg_advisory_lock_shared($1)", [.int64(barrier)])
-            defer { release(barrier: barrier, user: nil, connection) }
-            return try body()
+            return PostgresSessionHold(take: PostgresStatement("SELECT pg_advisory_lock_shared($1)", [.int64(barrier)]),
+                                       release: { _ in releaseBarrier })
         }
-        let locked = try connection.query("SELECT pg_advisory_lock_shared($1), pg_try_advisory_lock($2)",
-                                          [.int64(barrier), .int64(user)]).bool(0, 1) ?? false
-        defer { release(barrier: barrier, user: locked ? user : nil, connection) }
-        return locked ? try body() : nil
-    }
-
-    private static func release(barrier: Int64, user: Int64?, _ connection: PostgresConnection) {
-        let sql = user == nil ? "SELECT pg_advisory_unlock_shared($1)"
-                              : "SELECT pg_advisory_unlock_shared($1) AND pg_advisory_unlock($2)"
-        let parameters: [PostgresValue?] = user.map { [.int64(barrier), .int64($0)] } ?? [.int64(barrier)]
-        if (try? connection.query(sql, parameters).bool(0, 0)) != true { connection.close() }
+        return PostgresSessionHold(
+            take: PostgresStatement("SELECT pg_advisory_lock_shared($1), pg_try_advisory_lock($2)",
+                                    [.int64(barrier), .int64(user)]),
+            release: { taken in
+                (try? taken.bool(0, 1)) == true
+                    ? PostgresStatement("SELECT pg_advisory_unlock_shared($1) AND pg_advisory_unlock($2)",
+                                        [.int64(barrier), .int64(user)])
+                    : releaseBarrier
+            })
     }
 }

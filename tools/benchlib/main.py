@@ -25,10 +25,10 @@ def choose_mode(options):
         return scale
     if options.sweep:
         return sweep
-    if options.against:
-        return against
     if options.stores:
         return stores
+    if options.against:
+        return against
     if options.relay:
         return relay
     return default

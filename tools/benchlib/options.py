@@ -25,11 +25,13 @@ class UsageError(Exception):
 
 @dataclasses.dataclass
 class Side:
-    """One store of a --stores run: name (lmdb, pgN), label, PostgreSQL pool size (0 for LMDB); or, `peer`,
-    the peer of --compare-peer (name "peer", pool 0)."""
+    """One store of a --stores run: name (lmdb, pgN, pgN-rev), label, PostgreSQL pool size (0 for LMDB),
+    and whether --against's REV build serves it (on a database of its own); or, `peer`, the peer of
+    --compare-peer (name "peer", pool 0)."""
     name: str
     label: str
     pool: int
+    rev: bool = False
     peer: bool = False
 
 
@@ -84,10 +86,10 @@ def parse(argv, repo):
     read_flags(options, list(argv))
     check_numbers(options)
     check_modes(options)
-    if options.stores:
-        check_stores(options)
     if options.against:
         check_against(options, repo)
+    if options.stores:
+        check_stores(options)
     if options.relay:
         check_relay(options)
     return options
@@ -162,13 +164,19 @@ def check_compared_workloads(options, flag):
 
 
 def check_stores(options):
-    if options.scale or options.sweep or options.against:
-        raise UsageError("--stores runs the default mode's workloads, not --scale, --sweep or --against")
+    if options.scale or options.sweep:
+        raise UsageError("--stores runs the default mode's workloads, not --scale or --sweep")
     for entry in options.stores.split(","):
         side = store_side(entry, int(options.pg_pool))
         if any(s.name == side.name for s in options.sides):
             raise UsageError(f"--stores names {side.label} twice")
         options.sides.append(side)
+        # --against: each PostgreSQL store served by REV's build too, right after this tree's.
+        if options.against and side.pool:
+            options.sides.append(Side(side.name + "-rev", f"{side.label} at {options.against_sha[:7]}", side.pool,
+                                      rev=True))
+    if options.against and not options.pg_sides:
+        raise UsageError("--stores with --against wants a PostgreSQL store")
     if not options.sides:
         raise UsageError("--stores names no store")
     if options.pg_statements and not options.pg_sides:

@@ -23,8 +23,9 @@ SETTINGS = """SELECT 'PostgreSQL ' || current_setting('server_version') || ' (' 
 DURABILITY = "('fsync', 'synchronous_commit', 'full_page_writes')"
 # Commits, rollbacks, WAL syncs (fsyncs), their total ms, WAL writes and bytes: cumulative counters. A
 # backend hands its counters over at most once a second while busy and 10 s after it went idle.
-COUNTERS = """SELECT d.xact_commit, d.xact_rollback, w.wal_sync, w.wal_sync_time, w.wal_write, w.wal_bytes
-          FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()"""
+# Over every database: with --against, REV's stores have a database of their own.
+COUNTERS = """SELECT sum(d.xact_commit), sum(d.xact_rollback), w.wal_sync, w.wal_sync_time, w.wal_write, w.wal_bytes
+          FROM pg_stat_database d, pg_stat_wal w GROUP BY w.wal_sync, w.wal_sync_time, w.wal_write, w.wal_bytes"""
 # Row writes per table (cumulative; same hand-over delay): inserted, updated, of those HOT (no index entry
 # written), deleted.
 TABLE_COUNTERS = """SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables
@@ -40,17 +41,19 @@ def as_owner(command):
 
 
 class Postgres:
-    """The run's PostgreSQL server: .url, .dir, .settings (version and durability settings, one line)."""
+    """The run's PostgreSQL server: .url, .dir, .settings (version and durability settings, one line);
+    .rev_url, the database of --against's REV build, when it has one."""
 
     def __init__(self, run):
         self.run = run
         self.dir = run.path("pg")
         self.url = ""
+        self.rev_url = ""
         self.settings = ""
 
-    def psql(self, sql):
+    def psql(self, sql, url=None):
         """The rows of one statement, tab-separated, without the final newline."""
-        done = subprocess.run([os.path.join(PG_BIN, "psql"), self.url, "-X", "-q", "-A", "-t", "-F", "\t",
+        done = subprocess.run([os.path.join(PG_BIN, "psql"), url or self.url, "-X", "-q", "-A", "-t", "-F", "\t",
                                "-v", "ON_ERROR_STOP=1", "-c", sql], stdout=subprocess.PIPE, text=True)
         if done.returncode != 0:
             raise BenchError(f"psql failed on: {sql.split()[0]} ...")
@@ -85,23 +88,31 @@ class Postgres:
             found = self.psql(f"SELECT string_agg(name || '=' || setting, ' ') FROM pg_settings WHERE name IN {DURABILITY}")
             raise BenchError(f"PostgreSQL is not durable: {found}")
 
-    def load(self, size):
-        """The data set through PostgresRegistryStore.importRecords, then VACUUM (ANALYZE) and CHECKPOINT.
+    def load(self, size, loader=None, url=None, data="pg-data"):
+        """The data set through PostgresRegistryStore.importRecords (`loader`: another build's registry-bench,
+        into the database at `url`, its keys in WORK/`data`), then VACUUM (ANALYZE) and CHECKPOINT.
         Returns (the loader's summary, VACUUM seconds, CHECKPOINT seconds), seconds as "%.1f"."""
         run = self.run
-        log("loading %d devices into PostgreSQL through importRecords (50-device chunks, 4 transactions at once)" % size)
-        loaded = run_loader(run, [run.registry_bench, "load", "--dir", run.path("pg-data"), "--postgres-url", self.url,
+        url = url or self.url
+        log(f"loading {size} devices into {url} through importRecords (50-device chunks, 4 transactions at once)")
+        loaded = run_loader(run, [loader or run.registry_bench, "load", "--dir", run.path(data), "--postgres-url", url,
                                   "--devices", str(size), "--per-user", "5", "--big-activity-tokens", str(run.big_tokens),
                                   "--postgres-pool-size", "4", "--chunk", "50"],
-                            run.path("pg-load.out"), "registry-bench load --postgres-url")
-        vacuum = self.timed("VACUUM (ANALYZE)")
-        checkpoint = self.timed("CHECKPOINT")
+                            run.path(data + "-load.out"), "registry-bench load --postgres-url")
+        vacuum = self.timed("VACUUM (ANALYZE)", url)
+        checkpoint = self.timed("CHECKPOINT", url)
         log(f"VACUUM (ANALYZE) {vacuum} s, CHECKPOINT {checkpoint} s")
         return loaded, vacuum, checkpoint
 
-    def timed(self, sql):
+    def add_rev_database(self):
+        """A second database, registry_rev, for --against's REV build: its own schema version and load."""
+        self.psql("CREATE DATABASE registry_rev")
+        self.rev_url = self.url.rpartition("/")[0] + "/registry_rev"
+        return self.rev_url
+
+    def timed(self, sql, url=None):
         started = time.monotonic()
-        self.psql(sql)
+        self.psql(sql, url)
         return f"{time.monotonic() - started:.1f}"
 
     def database_bytes(self):
@@ -123,8 +134,13 @@ class Postgres:
 
     def table_counters(self):
         """{table: [inserted, updated, HOT updated, deleted]} (cumulative)."""
-        rows = [line.split("\t") for line in self.psql(TABLE_COUNTERS).splitlines() if line]
-        return {row[0]: [float(v) for v in row[1:]] for row in rows}
+        totals = {}
+        for url in filter(None, (self.url, self.rev_url)):
+            for line in self.psql(TABLE_COUNTERS, url).splitlines():
+                if line:
+                    row = line.split("\t")
+                    totals[row[0]] = [a + float(b) for a, b in zip(totals.get(row[0], [0, 0, 0, 0]), row[1:])]
+        return totals
 
     def reset_statements(self):
         self.psql("SELECT pg_stat_statements_reset()")

@@ -42,7 +42,7 @@ final class PostgresAppCatalog: Sendable {
     func register(_ appId: String, _ connection: PostgresConnection, restoring: Bool) throws {
         guard restoring || declared.contains(appId) else { throw RegistryError.undeclaredApp }
         if known.withLock({ $0.contains(Array(appId.utf8)) }) { return }
-        try connection.query("INSERT INTO registry_apps (app_id) VALUES ($1) ON CONFLICT DO NOTHING", [.text(appId)])
+        try connection.queryLater("INSERT INTO registry_apps (app_id) VALUES ($1) ON CONFLICT DO NOTHING", [.text(appId)])
     }
 
     /// Every app in `registry_apps`, in byte order.

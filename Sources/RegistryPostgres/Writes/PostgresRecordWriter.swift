@@ -8,6 +8,14 @@ import Postgres
 /// expiry indexes, a device's activity count by counting), so each
 /// primitive touches only its rows; the history is appended in the same
 /// transaction.
+///
+/// A write whose result no rule reads (a device saved, a token refreshed,
+/// an event appended) is queued (`queryLater`) and goes in the round trip
+/// of the next read, ahead of it, or with COMMIT: round trips, not the
+/// statements, were most of a write's cost. A write whose result a rule
+/// reads (rows deleted, `RETURNING`) is sent and read at once. Its
+/// conflict (40001, 23505) surfaces from the call that sends it, and fails
+/// the transaction all the same.
 package struct PostgresRecordWriter: RecordTransaction {
     package let connection: PostgresConnection
     package let vault: TokenVault
@@ -75,7 +83,12 @@ package struct PostgresRecordWriter: RecordTransaction {
         return r.rowCount == 0 ? nil : try PostgresRows.token(r, 0, from: 0, kind, of: holder, vault)
     }
 
+    /// A push token this transaction read with its device (`device`) is
+    /// that record's: `owner_key` is unique and a function of the token and
+    /// kind alone, so no other row can hold it (a launch's re-registration
+    /// asks exactly this, at no round trip). Otherwise read by `owner_key`.
     package func owner(of token: String, _ kind: TokenKind) throws -> TokenHolder? {
+        if kind == .push, let id = cache.holder(ofPush: token) { return TokenHolder(id: id, activityId: nil) }
         let r = try connection.query("""
             SELECT user_id, app_id, device_id, activity_id, sealed FROM registry_tokens WHERE owner_key = $1
             """, [.bytea(vault.ownerKey(token, kind))])
@@ -124,7 +137,7 @@ package struct PostgresRecordWriter: RecordTransaction {
     // MARK: Devices
 
     package func save(_ id: RecordID, _ value: DeviceValue, previous: DeviceValue?) throws {
-        try connection.query("""
+        try connection.queryLater("""
             INSERT INTO registry_devices (user_id, app_id, device_id, \(PostgresRows.deviceColumns))
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
             ON CONFLICT (user_id, app_id, device_id) DO UPDATE SET
@@ -139,10 +152,12 @@ package struct PostgresRecordWriter: RecordTransaction {
     @discardableResult
     package func deleteDevice(_ id: RecordID, reason: HistoryEvent.Reason) throws -> SweepCounts {
         cache.forget(id)
-        let tokens = try connection.query("""
-            DELETE FROM registry_tokens WHERE \(Self.recordMatch) RETURNING kind, activity_id, sealed
-            """, Self.key(id))
-        let gone = try connection.query("DELETE FROM registry_devices WHERE \(Self.recordMatch)", Self.key(id))
+        let deleted = try connection.queries([
+            PostgresStatement("DELETE FROM registry_tokens WHERE \(Self.recordMatch) RETURNING kind, activity_id, sealed",
+                              Self.key(id)),
+            PostgresStatement("DELETE FROM registry_devices WHERE \(Self.recordMatch)", Self.key(id)),
+        ])
+        let tokens = deleted[0], gone = deleted[1]
         guard gone.affectedRows == 1 else { return SweepCounts() }
         var removed: [(kind: TokenKind, activity: String, sealed: [UInt8])] = []
         for row in 0..<tokens.rowCount {
@@ -184,12 +199,12 @@ package struct PostgresRecordWriter: RecordTransaction {
         let old = try token(kind, of: holder)
         if kind == .push { cache.forget(holder.id) }
         if let old, old.token.utf8.elementsEqual(value.token.utf8) {
-            try connection.query("""
+            try connection.queryLater("""
                 UPDATE registry_tokens SET environment = $6, updated_at = $7 WHERE \(Self.holderMatch)
                 """, Self.key(kind, holder) + [.text(value.environment.rawValue), .int64(value.updatedAt.milliseconds)])
             return
         }
-        try connection.query("""
+        try connection.queryLater("""
             INSERT INTO registry_tokens (user_id, app_id, device_id, kind, activity_id, sealed, owner_key, environment, updated_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
             ON CONFLICT (user_id, app_id, device_id, kind, activity_id) DO UPDATE SET
@@ -204,7 +219,7 @@ package struct PostgresRecordWriter: RecordTransaction {
 
     package func setTokenEnvironment(_ kind: TokenKind, of holder: TokenHolder, _ environment: APNsEnvironment) throws {
         if kind == .push { cache.forget(holder.id) }
-        try connection.query("UPDATE registry_tokens SET environment = $6 WHERE \(Self.holderMatch)",
+        try connection.queryLater("UPDATE registry_tokens SET environment = $6 WHERE \(Self.holderMatch)",
                              Self.key(kind, holder) + [.text(environment.rawValue)])
     }
 
@@ -244,7 +259,7 @@ package struct PostgresRecordWriter: RecordTransaction {
             if excess > 0 {
                 cache.forgetTombstones()
                 let oldest = try (0..<excess).map { try r.string($0, 0) ?? "" }
-                try connection.query("""
+                try connection.queryLater("""
                     DELETE FROM registry_tombstones WHERE user_id = $1 AND app_id = $2 AND device_id = ANY($3::text[])
                     """, [.text(id.user), .text(id.app), PostgresRows.textArray(oldest)])
             }
@@ -259,7 +274,7 @@ package struct PostgresRecordWriter: RecordTransaction {
 
     private func writeTombstone(_ id: RecordID, _ value: TombstoneValue) throws {
         cache.forget(id)
-        try connection.query("""
+        try connection.queryLater("""
             INSERT INTO registry_tombstones (user_id, app_id, device_id, sequence, deleted_at) VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (user_id, app_id, device_id) DO UPDATE SET
                 sequence = EXCLUDED.sequence, deleted_at = EXCLUDED.deleted_at
@@ -277,7 +292,7 @@ package struct PostgresRecordWriter: RecordTransaction {
     package func recordEvent(_ id: RecordID, _ kind: TokenKind, activity: String?, _ action: HistoryEvent.Action,
                      reason: HistoryEvent.Reason? = nil, feedback: FeedbackReason? = nil, token: String) throws {
         guard !restoring else { return }
-        try connection.query("""
+        try connection.queryLater("""
             WITH newest AS (
                 SELECT at, counter FROM registry_history WHERE user_id = $1 ORDER BY at DESC, counter DESC LIMIT 1
             ), added AS (
@@ -313,12 +328,12 @@ package struct PostgresRecordWriter: RecordTransaction {
             if fields == Self.historyFields(e) { identical += 1 }
         }
         guard identical < occurrence else { return }
-        try connection.query("""
+        try connection.queryLater("""
             INSERT INTO registry_history
                 (user_id, at, counter, app_id, device_id, kind, activity_id, action, reason, feedback_reason, fingerprint)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
             """, [.text(e.userId), .int64(e.at.milliseconds), .int64(counter)] + Self.historyFields(e).map { $0.map { .text($0) } })
-        try connection.query("""
+        try connection.queryLater("""
             DELETE FROM registry_history WHERE user_id = $1 AND (at, counter) < (
                 SELECT at, counter FROM registry_history WHERE user_id = $1
                 ORDER BY at DESC, counter DESC OFFSET \(HistoryEvent.maxPerUser - 1) LIMIT 1)
@@ -334,22 +349,27 @@ package struct PostgresRecordWriter: RecordTransaction {
 
 /// What one write transaction read beside a device (its tombstone and push
 /// token; `nil` inside means "read: there is none"), so the rules' next
-/// reads of them cost no round trip. Every write of those rows forgets the
-/// record's entry first; the cache lives as long as its transaction (a
-/// retry starts with a new writer).
+/// reads of them, and of the push token's owner, cost no round trip. Every
+/// write of those rows forgets the record's entry first; the cache lives as
+/// long as its transaction (a retry starts with a new writer).
 package final class RecordCache {
     private var tombstones: [[UInt8]: TombstoneValue?] = [:]
-    private var pushTokens: [[UInt8]: TokenValue?] = [:]
+    private var pushTokens: [[UInt8]: (id: RecordID, token: TokenValue?)] = [:]
 
     package func remember(_ id: RecordID, tombstone: TombstoneValue?, push: TokenValue?) {
         tombstones[id.identity] = .some(tombstone)
-        pushTokens[id.identity] = .some(push)
+        pushTokens[id.identity] = (id, push)
     }
 
     /// `.some(nil)`: known to be absent; `nil`: not known.
     package func tombstone(_ id: RecordID) -> TombstoneValue?? { tombstones[id.identity] }
 
-    package func push(_ id: RecordID) -> TokenValue?? { pushTokens[id.identity] }
+    package func push(_ id: RecordID) -> TokenValue?? { pushTokens[id.identity].map(\.token) }
+
+    /// The record whose remembered push token is exactly `token`, if any.
+    package func holder(ofPush token: String) -> RecordID? {
+        pushTokens.values.first { $0.token?.token.utf8.elementsEqual(token.utf8) == true }?.id
+    }
 
     package func forget(_ id: RecordID) {
         tombstones[id.identity] = nil

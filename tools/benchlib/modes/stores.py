@@ -12,6 +12,7 @@ import os
 import time
 
 from .. import keys, procfs, report, servers, workloads
+from . import against
 from ..dataset import bytes_on_disk, load, thousands
 from ..options import COMPARED_WORKLOADS, PEER_WORKLOAD
 from ..peer import SCRIPT as PEER_SCRIPT, Database as PeerDatabase, Gunicorn
@@ -70,11 +71,16 @@ def bench(run):
         facts["lmdb_bytes"] = bytes_on_disk(run.path("lmdb-data", "lmdb"))
     run.data_devices = size
     pg = None
+    if options.against:
+        run.rev_bin, facts["rev_built"] = against.build_rev(run)
     if options.pg_sides:
         pg = Postgres(run)
         pg.start(options.pg_statements)
         facts["pg_load"] = pg.load(size)
         facts["pg_bytes"] = pg.database_bytes()
+        if options.against:
+            facts["pg_rev_load"] = pg.load(size, loader=os.path.join(run.rev_bin, "registry-bench"),
+                                           url=pg.add_rev_database(), data="pg-rev-data")
     users = size // 5
     facts["sample"] = min(users, 20000)
     keys.mint(run, facts["sample"], users // facts["sample"], workloads.needs_all_algorithms(options))
@@ -105,10 +111,12 @@ def start_side(run, side, pg):
     """(side, its registryd): LMDB on the loaded directory, PostgreSQL with the load's token keys."""
     if side.pool == 0:
         return side, servers.start_server(run, run.path("lmdb-data"))
-    flags = ["--store", "postgres", "--postgres-url", pg.url, "--postgres-pool-size", str(side.pool),
-             "--token-key-file", run.path("pg-data", "secrets", "token-keys")]
-    return side, servers.start_server(run, run.path("pg-data"), flags,
-                                      log_path=run.path("pg-data", f"server-{side.name}.log"))
+    data = "pg-rev-data" if side.rev else "pg-data"
+    flags = ["--store", "postgres", "--postgres-url", pg.rev_url if side.rev else pg.url,
+             "--postgres-pool-size", str(side.pool), "--token-key-file", run.path(data, "secrets", "token-keys")]
+    binary = os.path.join(run.rev_bin, "registryd") if side.rev else None
+    return side, servers.start_server(run, run.path(data), flags, binary=binary,
+                                      log_path=run.path(data, f"server-{side.name}.log"))
 
 
 def run_rounds(run, started, pg, peers):
@@ -179,6 +187,12 @@ def summary(run, facts, pg, started, peer):
                   f"  {loaded['seconds']} s ({loaded['devicesPerSecond']} devices/s, {loaded['retries']} chunks "
                   f"retried),",
                   f"  then VACUUM (ANALYZE) {vacuum} s and CHECKPOINT {checkpoint} s; database {facts['pg_bytes']} bytes"]
+    if options.against:
+        loaded, vacuum, checkpoint = facts["pg_rev_load"]
+        lines += [f"- REV {options.against_sha[:7]} ({facts['rev_built']}): its own database (registry_rev) on the "
+                  f"same server, loaded",
+                  f"  by its own `registry-bench load` in {loaded['seconds']} s, VACUUM (ANALYZE) {vacuum} s, "
+                  f"CHECKPOINT {checkpoint} s; this tree is {git_head(run)}"]
     for side, server in started:
         flags = f" --store postgres --postgres-pool-size {side.pool}" if side.pool else ""
         lines.append(f"- {side.label}: `registryd serve{flags}`, first /healthz after {server.start_ms:.1f} ms")
@@ -222,6 +236,11 @@ class Reference:
         self.head = "peer (measured in this run)" if self.measured else f"{DJANGO_UPSERTS}/s (quoted)"
 
 
+def git_head(run):
+    head = against.git(run, "rev-parse", "--short=7", "HEAD")
+    return head + (" with uncommitted changes" if against.git(run, "status", "--porcelain", "--untracked-files=no") else "")
+
+
 def stores_table(run, rounds):
     """Per workload each store's (and the peer's) median req/s (range) and p99, ratios to LMDB and to the
     peer's measured rate (or the quoted 240/s); the launch upsert goal per PostgreSQL store; then every
@@ -241,6 +260,12 @@ def stores_table(run, rounds):
     for side in sides:
         if side.pool and PEER_WORKLOAD in order:
             lines.append(goal_line(side, rounds, medians, reference))
+    for side in sides:
+        twin = next((t for t in sides if t.rev and t.name == side.name + "-rev"), None)
+        if twin:
+            ratios = ", ".join(f"{w} {medians[side.name, w] / medians[twin.name, w]:.3f}"
+                               for w in order if medians[twin.name, w] > 0)
+            lines.append(f"- {side.label} ÷ {twin.label} (median req/s): {ratios}")
     if reference.measured:
         lines.append(cpu_line(run, shown, rounds))
     lines.append("")
