@@ -140,6 +140,11 @@ struct PostgresStoreExecutableTests {
             try TestPostgres.psql(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'")
             #expect(try await exe.request("GET", server.port, "/healthz").0 == 503)
             #expect(try await exe.request("POST", server.port, "/v1/devices", bearer: alice, body: #"{"deviceId":"D1"}"#).0 == 503)
+            // Prometheus still reads the process's series, and that the store's figures could not be read.
+            let key = try DeliveryServing.apiKey(in: directory)
+            let scrape = try await exe.request("GET", server.port, "/metrics", bearer: key)
+            #expect(scrape.0 == 200)
+            #expect(scrape.1.contains("registry_store_readable 0") && scrape.1.contains("registry_http_requests_total"))
             try await Task.sleep(for: .seconds(1.5))
             #expect(server.process.isRunning, "an outage of the database does not stop serve: \(server.log)")
             #expect(try await exe.request("GET", server.port, "/healthz").0 == 503)
@@ -152,6 +157,7 @@ struct PostgresStoreExecutableTests {
             }
             #expect(health == 200)
             #expect(try await exe.request("POST", server.port, "/v1/devices", bearer: alice, body: #"{"deviceId":"D1"}"#).0 == 201)
+            #expect(try await exe.request("GET", server.port, "/metrics", bearer: key).1.contains("registry_store_readable 1"))
             #expect(server.stop() == 0)
         }
     }

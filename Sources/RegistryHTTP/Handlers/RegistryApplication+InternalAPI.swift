@@ -53,8 +53,13 @@ extension RegistryApplication {
         Self.json(200, StatsDocument.stats(try reads.stats()))
     }
 
-    func prometheusMetrics(_ call: Call, _ reads: any RegistryReads) throws -> HTTPResponse {
-        let stats = try? reads.stats()
+    /// `GET /metrics` answers whether or not the store can be read: a
+    /// PostgreSQL registry whose database is down still shows its requests,
+    /// commits and deliveries, and `registry_store_readable` 0 (the store's
+    /// own figures are left out). Not a store read for that reason, so it
+    /// runs as a task, not inline; a scrape comes every few seconds.
+    func prometheusMetrics(_ call: Call) async -> HTTPResponse {
+        let stats = try? await store.stats()
         return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                             body: Array(metrics.render(stats: stats).utf8))
     }

@@ -43,7 +43,7 @@ enum RouteTable {
                  .write { try await $0.cancelNotification($1) }),
         Endpoint("POST /internal/v1/sweep", .internal, json: true, .write { try await $0.sweep($1) }),
         Endpoint("GET /internal/v1/stats", .internal, .read { try $0.stats($1, $2) }),
-        Endpoint("GET /metrics", .internal, .read { try $0.prometheusMetrics($1, $2) }),
+        Endpoint("GET /metrics", .internal, .write { await $0.prometheusMetrics($1) }),
         Endpoint("GET /healthz", .open, .read { try $0.healthz($1, $2) }),
         // This contract as an OpenAPI 3.1 document (OpenAPI/openapi.json).
         Endpoint("GET /openapi.json", .open, .read { app, call, _ in try app.openAPIDocument(call) }),

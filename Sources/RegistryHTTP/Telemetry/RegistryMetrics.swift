@@ -127,6 +127,9 @@ public final class RegistryMetrics: Sendable {
                               help: "Stored tokens left out of a fan-out because their sealed value does not open (damage; registryd check names them).",
                               samples: [("", Double(s.unreadableTokens))], into: &out)
         delivery.render(into: &out)
+        PrometheusText.family("registry_store_readable", type: "gauge",
+                              help: "1 when this scrape read the store's figures (records, sizes), 0 when the store could not be read.",
+                              samples: [("", stats == nil ? 0 : 1)], into: &out)
         if let stats {
             renderStore(stats, into: &out)
         }
