@@ -72,18 +72,14 @@ extension ServerCore {
     }
 
     /// The body is complete: answer an inline handler now, or suspend the
-    /// connection and run a suspending one as a task.
+    /// connection and run a suspending one as a task, or start a deferred one.
     private func dispatch(_ state: RequestState, _ handler: RequestHandler, connection: OpaquePointer) -> MHD_Result {
         var request = state.request
         request.body = state.body
         state.body = []
-        let run: @Sendable (HTTPRequest) async -> HTTPResponse
-        switch handler {
-        case .inline(let respond):
+        if case .inline(let respond) = handler {
             // `stop` waits for server threads, so an inline handler needs no drain bookkeeping.
             return answer(state, connection: connection, respond(request))
-        case .suspending(let respond):
-            run = respond
         }
         guard admitToHandling(state) else {
             return answer(state, connection: connection, Self.unavailable)
@@ -94,10 +90,18 @@ extension ServerCore {
             handlingFinished(state)
             return answer(state, connection: connection, forced)
         }
-        Task {
-            let response = await run(request)
+        // Suspended first: a reply may come from another thread before the start returns.
+        let reply: @Sendable (HTTPResponse) -> Void = { response in
             state.finish(response)
             self.handlingFinished(state)
+        }
+        switch handler {
+        case .inline:
+            preconditionFailure("answered above")
+        case .suspending(let respond):
+            Task { reply(await respond(request)) }
+        case .deferred(let start):
+            start(request, reply)
         }
         return .YES
     }
