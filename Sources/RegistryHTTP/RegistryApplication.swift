@@ -85,7 +85,8 @@ public final class RegistryApplication: HTTPApplication {
     }
 
     /// The endpoint's handler bound to this call: inline for reads the store serves without
-    /// waiting, suspending for other reads and for writes.
+    /// waiting, deferred for other reads (answered from the store's own thread, no task),
+    /// suspending for writes.
     /// The body is within the row's limit: the server reads at most `readBody`'s `maxBytes`.
     /// A credential of another surface's kind answers 401 and runs nothing: admission
     /// never hands one over, and this keeps a slip there from reaching anyone's data.
@@ -114,17 +115,18 @@ public final class RegistryApplication: HTTPApplication {
                     return response
                 }
             }
-            return .suspending { [self] request in
+            return .deferred { [self] request, reply in
                 let started = ContinuousClock.now
                 let call = Call(match: match, credential: credential, request: request)
-                let response: HTTPResponse
-                do {
-                    response = try await store.read { reads in try read(self, call, reads) }
-                } catch {
-                    response = self.response(for: error, call)
+                store.startRead({ reads in try read(self, call, reads) }) { [self] result in
+                    let response: HTTPResponse
+                    switch result {
+                    case .success(let answer): response = answer
+                    case .failure(let error): response = self.response(for: error, call)
+                    }
+                    finish(request, label: label, response, started: started)
+                    reply(response)
                 }
-                finish(request, label: label, response, started: started)
-                return response
             }
         case .write(let write):
             return .suspending { [self] request in
