@@ -21,12 +21,6 @@ public enum RequestHandler: Sendable {
     /// (MHD_suspend_connection / MHD_resume_connection): for work that waits,
     /// such as a group commit, so no server thread is held meanwhile.
     case suspending(@Sendable (HTTPRequest) async -> HTTPResponse)
-    /// Starts work that answers later, from any thread, by calling `reply`
-    /// once (later calls are ignored), with the connection suspended as for
-    /// `suspending` but no task: for work that runs on threads of its own
-    /// (a database pool's), so the answer goes straight from that thread to
-    /// the connection. Called on the server thread: it must not block.
-    case deferred(@Sendable (HTTPRequest, _ reply: @escaping @Sendable (HTTPResponse) -> Void) -> Void)
 }
 
 /// The application the server calls; it knows nothing of sockets.

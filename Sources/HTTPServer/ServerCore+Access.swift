@@ -72,14 +72,18 @@ extension ServerCore {
     }
 
     /// The body is complete: answer an inline handler now, or suspend the
-    /// connection and run a suspending one as a task, or start a deferred one.
+    /// connection and run a suspending one as a task.
     private func dispatch(_ state: RequestState, _ handler: RequestHandler, connection: OpaquePointer) -> MHD_Result {
         var request = state.request
         request.body = state.body
         state.body = []
-        if case .inline(let respond) = handler {
+        let run: @Sendable (HTTPRequest) async -> HTTPResponse
+        switch handler {
+        case .inline(let respond):
             // `stop` waits for server threads, so an inline handler needs no drain bookkeeping.
             return answer(state, connection: connection, respond(request))
+        case .suspending(let respond):
+            run = respond
         }
         guard admitToHandling(state) else {
             return answer(state, connection: connection, Self.unavailable)
@@ -90,18 +94,10 @@ extension ServerCore {
             handlingFinished(state)
             return answer(state, connection: connection, forced)
         }
-        // Suspended first: a reply may come from another thread before the start returns.
-        let reply: @Sendable (HTTPResponse) -> Void = { response in
+        Task {
+            let response = await run(request)
             state.finish(response)
             self.handlingFinished(state)
-        }
-        switch handler {
-        case .inline:
-            preconditionFailure("answered above")
-        case .suspending(let respond):
-            Task { reply(await respond(request)) }
-        case .deferred(let start):
-            start(request, reply)
         }
         return .YES
     }

@@ -61,14 +61,6 @@ public final class PostgresPool: Sendable {
         }
     }
 
-    /// `withConnection` without a task: `run` gets a connection on a pool
-    /// thread, and runs there; `failed` instead when the pool is closed.
-    /// Exactly one of the two is called.
-    public func submit(_ run: @escaping @Sendable (PostgresConnection) -> Void,
-                       failed: @escaping @Sendable (any Error) -> Void) {
-        state.enqueue(Job(id: state.makeJobID(), run: run, fail: failed))
-    }
-
     /// Stops the pool: work still queued fails with `.poolClosed`, work
     /// running finishes, then every thread closes its connection and exits.
     /// Returns once all have exited.

@@ -85,8 +85,7 @@ public final class RegistryApplication: HTTPApplication {
     }
 
     /// The endpoint's handler bound to this call: inline for reads the store serves without
-    /// waiting, deferred for other reads (answered from the store's own thread, no task),
-    /// suspending for writes.
+    /// waiting, suspending for other reads and for writes.
     /// The body is within the row's limit: the server reads at most `readBody`'s `maxBytes`.
     /// A credential of another surface's kind answers 401 and runs nothing: admission
     /// never hands one over, and this keeps a slip there from reaching anyone's data.
@@ -115,18 +114,17 @@ public final class RegistryApplication: HTTPApplication {
                     return response
                 }
             }
-            return .deferred { [self] request, reply in
+            return .suspending { [self] request in
                 let started = ContinuousClock.now
                 let call = Call(match: match, credential: credential, request: request)
-                store.startRead({ reads in try read(self, call, reads) }) { [self] result in
-                    let response: HTTPResponse
-                    switch result {
-                    case .success(let answer): response = answer
-                    case .failure(let error): response = self.response(for: error, call)
-                    }
-                    finish(request, label: label, response, started: started)
-                    reply(response)
+                let response: HTTPResponse
+                do {
+                    response = try await store.read { reads in try read(self, call, reads) }
+                } catch {
+                    response = self.response(for: error, call)
                 }
+                finish(request, label: label, response, started: started)
+                return response
             }
         case .write(let write):
             return .suspending { [self] request in

@@ -142,43 +142,20 @@ public final class PostgresRegistryStore: RuleStore, Service {
     /// A read that finds its connection broken (a failover, a restart) runs
     /// again on a new one (`PostgresRetry`); reads change nothing.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T) async throws -> T {
-        try await translatingErrors {
+        let keys = sealingKeys, apps = self.apps, secret = cursorSecret
+        return try await translatingErrors {
             try await PostgresRetry().run {
-                try await pool.withConnection { connection in try self.reading(body, on: connection) }
-            }
-        }
-    }
-
-    /// `read(_:)` answered from the pool's thread, without a task. A read
-    /// that `PostgresRetry` would run again (a broken connection, a
-    /// failover) goes through `read(_:)`, which does.
-    public func startRead<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T,
-                                       reply: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        pool.submit({ connection in
-            do {
-                reply(.success(try self.reading(body, on: connection)))
-            } catch {
-                var retry = PostgresRetry()
-                guard retry.pause(after: error) == nil else {
-                    Task {
-                        do { reply(.success(try await self.read(body))) } catch { reply(.failure(error)) }
+                try await pool.withConnection { connection in
+                    do {
+                        return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
+                                                      cursorSecret: secret))
+                    } catch let unknown as UnknownSealingKey
+                                where keys.reload(toKnow: unknown.keyID, checks: { try PostgresMeta.verifySealingKeys($0, connection) }) {
+                        return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps,
+                                                      cursorSecret: secret))
                     }
-                    return
                 }
-                reply(.failure(Self.translated(error)))
             }
-        }, failed: { reply(.failure(Self.translated($0))) })
-    }
-
-    /// `body` on the store's reads over `connection`; a token under a key
-    /// this node's key file lacks reloads the file once and reads again.
-    private func reading<T>(_ body: (any RegistryReads) throws -> T, on connection: PostgresConnection) throws -> T {
-        let keys = sealingKeys
-        do {
-            return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps, cursorSecret: cursorSecret))
-        } catch let unknown as UnknownSealingKey
-                    where keys.reload(toKnow: unknown.keyID, checks: { try PostgresMeta.verifySealingKeys($0, connection) }) {
-            return try body(PostgresReads(connection: connection, vault: keys.current, apps: apps, cursorSecret: cursorSecret))
         }
     }
 
@@ -191,15 +168,10 @@ public final class PostgresRegistryStore: RuleStore, Service {
     func translatingErrors<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
-        } catch {
-            throw Self.translated(error)
+        } catch let error as PostgresError {
+            throw RegistryError.unavailable(reason: error.description)
+        } catch let unknown as UnknownSealingKey {
+            throw unknown.unavailable
         }
-    }
-
-    /// `error` in the contract's terms (`translatingErrors`); others as they are.
-    static func translated(_ error: any Error) -> any Error {
-        if let error = error as? PostgresError { return RegistryError.unavailable(reason: error.description) }
-        if let unknown = error as? UnknownSealingKey { return unknown.unavailable }
-        return error
     }
 }

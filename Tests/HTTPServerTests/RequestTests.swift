@@ -48,24 +48,6 @@ extension LiveServer {
             #expect(responses[2].header("X-Query") == "again")
         }
 
-        /// A deferred handler answers from another thread, in order with the
-        /// requests around it on the connection; its second reply goes nowhere.
-        @Test func deferredHandlerAnswersFromItsOwnThread() async throws {
-            let server = try makeServer()
-            defer { server.stop() }
-            let responses = try await offThePool { [port = server.boundPort] in
-                let client = try RawClient(port: port)
-                try client.send("POST /deferred HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nfirst"
-                                + "GET /inline HTTP/1.1\r\nHost: t\r\n\r\n"
-                                + "GET /deferred?again HTTP/1.1\r\nHost: t\r\n\r\n")
-                return try (0..<3).map { _ in try client.readResponse() }
-            }
-            #expect(responses.map(\.status) == [200, 200, 200])
-            #expect(responses.map { $0.header("X-Handler") } == ["deferred", "inline", "deferred"])
-            #expect(responses[0].text == "first")
-            #expect(responses[2].header("X-Query") == "again")
-        }
-
         @Test func chunkedBodyIsReassembled() async throws {
             let server = try makeServer()
             defer { server.stop() }

@@ -4,8 +4,7 @@ import RegistrydTestSupport
 
 /// The application the live tests run: it echoes what it received in
 /// headers and body, refuses `/forbidden` from `head`, sleeps on `/slow`,
-/// answers `/inline` on the server thread and `/deferred` from a thread of
-/// its own, and enforces a small body limit
+/// answers `/inline` on the server thread, and enforces a small body limit
 /// including the declared-size check the real application owns.
 struct EchoApplication: HTTPApplication {
     var maxBodyBytes = 1024
@@ -20,16 +19,6 @@ struct EchoApplication: HTTPApplication {
         }
         if request.path == "/inline" {
             return .readBody(maxBytes: maxBodyBytes, then: .inline { Self.echo($0, handler: "inline") })
-        }
-        if request.path == "/deferred" {
-            // Answered from a thread of its own, as a database pool's would.
-            return .readBody(maxBytes: maxBodyBytes, then: .deferred { request, reply in
-                Thread.detachNewThread {
-                    Thread.sleep(forTimeInterval: 0.01)
-                    reply(Self.echo(request, handler: "deferred"))
-                    reply(.error(status: 500, code: "twice", message: "a second reply is ignored"))
-                }
-            })
         }
         let slow = slowMilliseconds
         return .readBody(maxBytes: maxBodyBytes, then: .suspending { request in

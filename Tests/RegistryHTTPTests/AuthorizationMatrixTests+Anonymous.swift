@@ -36,7 +36,11 @@ extension AuthorizationMatrixTests {
                 let match = Router.Match(endpoint: endpoint, rawParameter: parameter)
                 var call = request(endpoint, .none, h)
                 call.body = Array(#"{"userIds": ["alice"], "deviceId": "d1"}"#.utf8)
-                let response = await h.application.handler(for: match, credential: .anonymous).answer(call)
+                let response: HTTPResponse
+                switch h.application.handler(for: match, credential: .anonymous) {
+                case .inline(let respond): response = respond(call)
+                case .suspending(let respond): response = await respond(call)
+                }
                 #expect(response.status == 401, "\(endpoint.label): \(String(decoding: response.body, as: UTF8.self))")
                 #expect(!String(decoding: response.body, as: UTF8.self).contains(token(1)), "\(endpoint.label)")
             }

@@ -142,7 +142,11 @@ struct Harness {
         }
         var request = head
         request.body = bytes
-        let response = await handler.answer(request)
+        let response: HTTPResponse
+        switch handler {
+        case .inline(let respond): response = respond(request)
+        case .suspending(let respond): response = await respond(request)
+        }
         return Reply(status: response.status, headers: response.headers, body: response.body)
     }
 
@@ -162,26 +166,4 @@ struct Harness {
 /// 32-byte APNs tokens for tests: `token(1)` is "0101…01".
 func token(_ n: UInt8) -> String {
     String(repeating: String(format: "%02x", n), count: 32)
-}
-
-extension RequestHandler {
-    /// What the server would send for `request`, however the handler answers
-    /// (a deferred handler's first reply; the server ignores later ones too).
-    func answer(_ request: HTTPRequest) async -> HTTPResponse {
-        switch self {
-        case .inline(let respond):
-            return respond(request)
-        case .suspending(let respond):
-            return await respond(request)
-        case .deferred(let start):
-            let answered = Mutex(false)
-            return await withCheckedContinuation { continuation in
-                start(request) { response in
-                    if answered.withLock({ was in defer { was = true }; return !was }) {
-                        continuation.resume(returning: response)
-                    }
-                }
-            }
-        }
-    }
 }

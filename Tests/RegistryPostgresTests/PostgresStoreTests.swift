@@ -22,27 +22,6 @@ import TokenSealing
         #expect(try await f.store.historyShapes("alice").first == EventShape("phone", .push, .removed, reason: .movedToUser))
     }
 
-    /// A read started without a task answers from the pool's thread with
-    /// what `read(_:)` gives; once the pool is closed, with `unavailable`.
-    @Test func aStartedReadAnswersAsReadDoesAndFailsWhenThePoolIsClosed() async throws {
-        let f = try makeStore(); defer { f.close() }
-        let node = try f.anotherNode()
-        try await f.store.register("alice", "phone", token: 1)
-        @Sendable func started() async -> Result<[DeviceRecord], any Error> {
-            await withCheckedContinuation { continuation in
-                node.startRead({ try $0.devices(userId: "alice", appId: nil) }) { continuation.resume(returning: $0) }
-            }
-        }
-        let answered = try await started().get()
-        #expect(answered == (try await node.read { try $0.devices(userId: "alice", appId: nil) }))
-        #expect(answered.first?.pushToken?.token == apnsToken(1))
-        node.shutdown()
-        guard case .failure(let error) = await started(), case .unavailable? = error as? RegistryError else {
-            Issue.record("a read on a closed pool did not fail as unavailable")
-            return
-        }
-    }
-
     @Test func aCursorFromOneNodeResumesOnAnother() async throws {
         let f = try makeStore(); defer { f.close() }
         let other = try f.anotherNode(); defer { other.shutdown() }

@@ -67,13 +67,6 @@ public protocol RegistryStore: Sendable {
     /// value. Backend failures are `RegistryError.unavailable`.
     func read<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T) async throws -> T
 
-    /// `read(_:)` without a task: runs `body` and hands its result to
-    /// `reply` on whatever thread ran it (PostgreSQL: the pool's), so a
-    /// caller that answers from a callback spares the hops through the
-    /// task pool. The default runs `read(_:)` in a task.
-    func startRead<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T,
-                                reply: @escaping @Sendable (Result<T, any Error>) -> Void)
-
     /// The apps a registration may name (`--apps`). A device-API read or
     /// delete naming another app finds nothing (the HTTP layer answers as
     /// for an absent record); the sender reads still see such an app's records.
@@ -130,20 +123,6 @@ public protocol RegistryReads {
     /// Throws `.unavailable` when the storage cannot serve (LMDB: a commit
     /// failed; PostgreSQL: the database is unreachable): `/healthz` answers 503.
     func checkHealth() throws
-}
-
-/// A store without a read path of its own threads: `startRead` through a task.
-public extension RegistryStore {
-    func startRead<T: Sendable>(_ body: @escaping @Sendable (any RegistryReads) throws -> T,
-                                reply: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        Task {
-            do {
-                reply(.success(try await read(body)))
-            } catch {
-                reply(.failure(error))
-            }
-        }
-    }
 }
 
 /// The reads as calls of their own, each in its own `read(_:)`.
