@@ -22,8 +22,15 @@ public enum LengthPrefixed {
     /// The parts of `bytes`; nil when they are not well formed (a length
     /// past the end, or a part that is not UTF-8).
     public static func decode(_ bytes: some Collection<UInt8>) -> [String]? {
-        let bytes = Array(bytes)
+        decode(Array(bytes))
+    }
+
+    /// `decode` of an array, which callers in other modules reach
+    /// specialized: the generic form runs unspecialized there (witness
+    /// calls per byte), and the stores decode a key per record they read.
+    public static func decode(_ bytes: [UInt8]) -> [String]? {
         var parts: [String] = []
+        parts.reserveCapacity(4)
         var i = 0
         while i < bytes.count {
             guard i + 2 <= bytes.count else { return nil }

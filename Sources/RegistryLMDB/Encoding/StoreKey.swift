@@ -16,7 +16,7 @@ package enum StoreKey {
     package static func encode(_ parts: [String]) -> [UInt8] { LengthPrefixed.encode(parts) }
 
     /// Splits a key back into its parts; `nil` when it is not well formed.
-    package static func decode(_ key: some Collection<UInt8>) -> [String]? { LengthPrefixed.decode(key) }
+    package static func decode(_ key: some Collection<UInt8>) -> [String]? { LengthPrefixed.decode(Array(key)) }
 
     /// `devices`, `pushTokens`, `pushToStart`, `tombstones`: (user, app, device).
     package static func device(_ id: RecordID) -> [UInt8] { parts(id.user, id.app, id.device) }
