@@ -9,19 +9,27 @@ import urllib.parse
 from .run import BenchError
 
 
-def request(run, server, method, path, body=None, timeout=60):
-    """(status, body text) of one request with the internal key; raises OSError when nothing answers."""
+def connection(server, timeout=60):
+    """A keep-alive connection to `server`, for a caller that sends many requests on it."""
     address = urllib.parse.urlparse(server.url)
-    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=timeout)
+    return http.client.HTTPConnection(address.hostname, address.port, timeout=timeout)
+
+
+def request(run, server, method, path, body=None, timeout=60, conn=None):
+    """(status, body text) of one request with the internal key, on `conn` when given (left open),
+    else on a connection of its own; raises OSError when nothing answers."""
+    own = conn is None
+    conn = conn or connection(server, timeout)
     headers = {"Authorization": f"Bearer {run.api_key}"}
     if body is not None:
         headers["Content-Type"] = "application/json"
     try:
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
+        conn.request(method, path, body=body, headers=headers)
+        response = conn.getresponse()
         return response.status, response.read().decode(errors="replace").rstrip("\n")
     finally:
-        connection.close()
+        if own:
+            conn.close()
 
 
 def internal_get(run, server, path):

@@ -21,7 +21,6 @@ fan-out rate >= 0.5 x h2load's; the 202 of a 10,000-token notification under 200
 during a fan-out <= 1.5 x at rest. Each is judged on the medians over the rounds.
 """
 
-import http.client
 import json
 import os
 import re
@@ -29,11 +28,10 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.parse
 
 import apnsfake
 
-from .. import TOOLS, keys, procfs, report, servers, workloads
+from .. import TOOLS, api, keys, procfs, report, servers, workloads
 from ..dataset import bytes_on_disk, load, thousands
 from ..api import metric_value
 from ..report import median
@@ -76,7 +74,7 @@ def bench(run):
     rounds = []
     for r in range(1, int(options.rounds) + 1):
         rounds.append(run_round(run, r, server, fake, h2load_command))
-    metrics = api_text(run, server, "GET", "/metrics")[1]
+    metrics = api.request(run, server, "GET", "/metrics")[1]
     servers.stop_server(run, server)
     fake.stop()
     body = (setup_text(run, loaded, data, server, size, sample, fake, h2load_command) + goals_table(rounds)
@@ -187,37 +185,16 @@ def h2load(run, fake, command):
     return {"h2load": float(rate.group(3)), "h2load_fake_cpu": fake_cpu}
 
 
-def connection(server, timeout=60):
-    address = urllib.parse.urlparse(server.url)
-    return http.client.HTTPConnection(address.hostname, address.port, timeout=timeout)
-
-
-def api_text(run, server, method, path, body=None, conn=None):
-    """(status, text) of one internal-API request, on `conn` when given (kept open)."""
-    own = conn is None
-    conn = conn or connection(server)
-    headers = {"Authorization": f"Bearer {run.api_key}"}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    try:
-        conn.request(method, path, body=body, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read().decode(errors="replace")
-    finally:
-        if own:
-            conn.close()
-
-
 def fan_out(run, server, fake):
     """One notification to every token of ACTIVITY, timed from the POST to the last final delivery."""
     body = json.dumps({"target": {"activityId": ACTIVITY}, "appId": APP_ID, "payload": PAYLOAD})
     log(f"fan-out: POST /internal/v1/notifications to activity {ACTIVITY} ({thousands(run.big_tokens)} tokens)")
-    conn = connection(server)
+    conn = api.connection(server)
     try:
         conn.connect()
         registryd_ticks, fake_ticks = procfs.cpu_ticks(server.pid), procfs.cpu_ticks(fake.pid)
         started = time.monotonic()
-        status, text = api_text(run, server, "POST", "/internal/v1/notifications", body, conn)
+        status, text = api.request(run, server, "POST", "/internal/v1/notifications", body, conn=conn)
         accept_ms = (time.monotonic() - started) * 1000
         if status != 202:
             raise BenchError(f"POST /internal/v1/notifications answered {status}: {text[:300]}")
@@ -241,7 +218,7 @@ def wait_final(run, server, notification_id, conn):
     deadline = time.monotonic() + FINAL_TIMEOUT
     path = f"/internal/v1/notifications/{notification_id}?limit=1"
     while time.monotonic() < deadline:
-        status, text = api_text(run, server, "GET", path, conn=conn)
+        status, text = api.request(run, server, "GET", path, conn=conn)
         if status != 200:
             raise BenchError(f"GET {path} answered {status}: {text[:300]}")
         counts = json.loads(text)["notification"]["counts"]
