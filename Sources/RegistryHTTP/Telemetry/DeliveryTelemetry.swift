@@ -2,14 +2,13 @@ import JSON
 import Synchronization
 import RegistryCore
 
-/// The sender's observations as metrics (`DeliveryMetrics`) and log lines:
+/// The sender's observations as metrics (`DeliveryMetrics`, and removals in the feedback counter) and log lines:
 /// one line per failed or unknown delivery with the token's fingerprint
 /// (never the token), and a configuration error once per reason per minute
 /// with how many were not logged since (a wrong key fails every delivery;
 /// the log must not drown in it).
 public final class DeliveryTelemetry: DeliveryObserver {
-    private let metrics: DeliveryMetrics
-    private let registry: RegistryMetrics
+    private let metrics: RegistryMetrics
     private let logger: Logger
     private let quiet: Duration
     private struct Burst {
@@ -19,18 +18,17 @@ public final class DeliveryTelemetry: DeliveryObserver {
     private let bursts = Mutex([String: Burst]())
 
     public init(metrics: RegistryMetrics, logger: Logger, quiet: Duration = .seconds(60)) {
-        self.metrics = metrics.delivery
-        self.registry = metrics
+        self.metrics = metrics
         self.logger = logger
         self.quiet = quiet
     }
 
     public func apnsRequest(status: Int?, reason: String?, outcome: String, seconds: Double) {
-        metrics.recordAPNsRequest(status: status, reason: reason, outcome: outcome, seconds: seconds)
+        metrics.delivery.recordAPNsRequest(status: status, reason: reason, outcome: outcome, seconds: seconds)
     }
 
     public func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {
-        metrics.recordSettled(settlement.state)
+        metrics.delivery.recordSettled(settlement.state)
         guard settlement.state == .failed || settlement.state == .unknown || settlement.state == .expired else { return }
         var fields: [(String, JSONWriter.Value)] = []
         fields.append(("notificationId", .string(settlement.notificationId)))
@@ -47,17 +45,17 @@ public final class DeliveryTelemetry: DeliveryObserver {
     }
 
     public func abandoned(_ count: Int) {
-        metrics.recordSettled(.unknown, count: count)
+        metrics.delivery.recordSettled(.unknown, count: count)
         logger.warning("deliveries_abandoned", [
             ("count", .int(Int64(count))), ("state", .string("unknown")),
             ("detail", .string("claimed by a sender that stopped or died before it knew the outcome; never sent again")),
         ])
     }
 
-    public func providerTokenRenewed() { metrics.recordRenewal() }
+    public func providerTokenRenewed() { metrics.delivery.recordRenewal() }
 
     public func configurationProblem(reason: String, claimed: ClaimedDelivery) {
-        metrics.recordConfigurationError(reason: reason)
+        metrics.delivery.recordConfigurationError(reason: reason)
         let now = ContinuousClock.now
         let suppressed: Int? = bursts.withLock { bursts in
             if var burst = bursts[reason], now - burst.lastLogged < quiet {
@@ -81,11 +79,11 @@ public final class DeliveryTelemetry: DeliveryObserver {
         logger.error("delivery_sender_error", [("during", .string(what)), ("error", .string(String(describing: error)))])
     }
 
-    public func queue(_ stats: DeliveryQueueStats, now: Timestamp) { metrics.recordQueue(stats, now: now) }
+    public func queue(_ stats: DeliveryQueueStats, now: Timestamp) { metrics.delivery.recordQueue(stats, now: now) }
 
     /// Removals on APNs' answers count where the feedback route's do, so
     /// `registry_feedback_removed_tokens_total` holds every removal APNs caused.
     public func tokensRemoved(_ count: Int, reason: FeedbackReason) {
-        registry.recordFeedback(reason: reason, removed: count)
+        metrics.recordFeedback(reason: reason, removed: count)
     }
 }
