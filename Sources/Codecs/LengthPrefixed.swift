@@ -29,6 +29,15 @@ public enum LengthPrefixed {
     /// specialized: the generic form runs unspecialized there (witness
     /// calls per byte), and the stores decode a key per record they read.
     public static func decode(_ bytes: [UInt8]) -> [String]? {
+        bytes.withUnsafeBufferPointer(decode)
+    }
+
+    /// `decode` of bytes in place (a key still in the database's map).
+    public static func decode(_ bytes: UnsafeRawBufferPointer) -> [String]? {
+        decode(bytes.assumingMemoryBound(to: UInt8.self))
+    }
+
+    private static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> [String]? {
         var parts: [String] = []
         parts.reserveCapacity(4)
         var i = 0
@@ -36,7 +45,9 @@ public enum LengthPrefixed {
             guard i + 2 <= bytes.count else { return nil }
             let length = Int(bytes[i]) << 8 | Int(bytes[i + 1])
             i += 2
-            guard i + length <= bytes.count, let part = text(bytes[i..<i + length]) else { return nil }
+            guard i + length <= bytes.count, let part = text(UnsafeBufferPointer(rebasing: bytes[i..<i + length])) else {
+                return nil
+            }
             parts.append(part)
             i += length
         }
@@ -47,14 +58,17 @@ public enum LengthPrefixed {
     /// path for the ASCII that ids nearly always are: the generic
     /// `String(validating:)` over a slice was a sixth of a batch lookup.
     public static func text(_ bytes: ArraySlice<UInt8>) -> String? {
-        bytes.withUnsafeBufferPointer { buffer in
-            var ascii = true
-            for byte in buffer where byte >= 0x80 {
-                ascii = false
-                break
-            }
-            // ASCII is valid UTF-8 as it stands, so decoding cannot repair anything.
-            return ascii ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
+        bytes.withUnsafeBufferPointer(text)
+    }
+
+    /// `text` of bytes in place (a value still in the database's map).
+    public static func text(_ buffer: UnsafeBufferPointer<UInt8>) -> String? {
+        var ascii = true
+        for byte in buffer where byte >= 0x80 {
+            ascii = false
+            break
         }
+        // ASCII is valid UTF-8 as it stands, so decoding cannot repair anything.
+        return ascii ? String(decoding: buffer, as: UTF8.self) : String(validating: buffer, as: UTF8.self)
     }
 }

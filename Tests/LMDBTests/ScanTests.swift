@@ -30,6 +30,24 @@ import Testing
         }
     }
 
+    @Test func scanInPlaceVisitsWhatScanVisitsAndStopsWhenAsked() throws {
+        try withEnvironment { env, db in
+            try env.write { txn in
+                for key in ["a", "b1", "b2", "b3", "c"] { try txn.put(b("value of " + key), for: b(key), in: db) }
+            }
+            let (copied, inPlace, firstTwo) = try env.read { txn in
+                var copied: [[UInt8]] = [], inPlace: [[UInt8]] = [], firstTwo: [[UInt8]] = []
+                try txn.scan(db, prefix: b("b")) { key, value in copied += [key, value]; return true }
+                try txn.scanInPlace(db, prefix: b("b")) { key, value in inPlace += [Array(key), Array(value)]; return true }
+                try txn.scanInPlace(db, prefix: []) { key, _ in firstTwo.append(Array(key)); return firstTwo.count < 2 }
+                return (copied, inPlace, firstTwo)
+            }
+            #expect(inPlace == copied)
+            #expect(copied.count == 6)
+            #expect(firstTwo == [b("a"), b("b1")])
+        }
+    }
+
     @Test func reverseScanStartsAtTheLastKeyNotAfterFrom() throws {
         try withEnvironment { env, db in
             try fill(env, db, ["a", "b1", "b2", "b3", "c"])

@@ -65,6 +65,52 @@ struct EncodingTests {
         #expect(try TombstoneValue(decoding: tombstone.encoded()) == tombstone)
     }
 
+    /// The lookup's scans decode keys and values where they lie in LMDB's
+    /// map; what they read must be what the array decoders read.
+    @Test func valuesAndKeysDecodeTheSameInPlace() throws {
+        let device = DeviceValue(platform: .fcm, environment: .sandbox, osVersion: "18.2", appVersion: "gerät-2",
+                                 createdAt: Timestamp(milliseconds: 1), lastSeenAt: Timestamp(milliseconds: 1 << 40),
+                                 sequence: 7)
+        let deviceBytes = device.encoded()
+        #expect(try deviceBytes.withUnsafeBytes { try DeviceValue(decoding: $0) } == device)
+        for length in 0..<deviceBytes.count {
+            #expect(throws: StoredValueError.self) { try deviceBytes.prefix(length).withUnsafeBytes { try DeviceValue(decoding: $0) } }
+        }
+        let key = StoreKey.device("u\u{0}ser", "d")
+        #expect(key.withUnsafeBytes { StoreKey.recordID($0) } == StoreKey.recordID(key))
+        #expect([UInt8]([0, 5, 0x61]).withUnsafeBytes { StoreKey.recordID($0) } == nil)
+        #expect([UInt8]([0, 1, 0xFF]).withUnsafeBytes { StoreKey.decode($0) } == nil)
+
+        let token = TokenValue(token: "a1b2", environment: .sandbox, updatedAt: Timestamp(milliseconds: 99))
+        let tokenBytes = try token.encoded(.pushToStart, key: key)
+        let opened = try tokenBytes.withUnsafeBytes { bytes in
+            try key.withUnsafeBytes { try TokenValue.opened(inPlace: bytes, in: TokenSlot(.pushToStart, key: $0), TestKeys.vault) }
+        }
+        #expect(opened == StoredToken(token: "a1b2", environment: .sandbox, updatedAt: Timestamp(milliseconds: 99)))
+        // Bound to its slot in place as from an array: another kind or key does not open it.
+        #expect(throws: StoredValueError.self) {
+            try tokenBytes.withUnsafeBytes { try TokenValue.opened(inPlace: $0, in: TokenSlot(.push, key: key), TestKeys.vault) }
+        }
+        #expect(throws: StoredValueError.self) {
+            try tokenBytes.withUnsafeBytes {
+                try TokenValue.opened(inPlace: $0, in: TokenSlot(.pushToStart, key: StoreKey.device("u", "d")), TestKeys.vault)
+            }
+        }
+    }
+
+    /// `ByteOrder.compare` is LMDB's order (unsigned bytes, a prefix first).
+    @Test func byteOrderMatchesLexicographicOrder() {
+        let keys: [[UInt8]] = [[], [0], [0, 0], [0, 1], [1], [0x7F], [0x80], [0xFF], [0xFF, 0], [0xFF, 0xFF],
+                               StoreKey.device("a", "b"), StoreKey.device("a", "bb"), StoreKey.device("ab", "")]
+        for a in keys {
+            for b in keys {
+                let order = b.withUnsafeBytes { ByteOrder.compare(a, $0) }
+                #expect((order < 0) == a.lexicographicallyPrecedes(b), "\(a) vs \(b)")
+                #expect((order == 0) == (a == b), "\(a) vs \(b)")
+            }
+        }
+    }
+
     @Test func everyTruncationOfAValueThrows() {
         let encoded = DeviceValue(platform: .apns, environment: .production, osVersion: "18", appVersion: "2",
                                   createdAt: Timestamp(milliseconds: 1_000_000), lastSeenAt: Timestamp(milliseconds: 2_000_000),

@@ -19,8 +19,19 @@ package struct TokenSlot: Hashable, Sendable {
 
     /// The slot of a value stored under `key` in `kind`'s database (LMDB).
     package init(_ kind: TokenKind, key: [UInt8]) {
+        self.init(kind, bytes: key)
+    }
+
+    /// `init(_:key:)` of a key in place (still in the database's map).
+    package init(_ kind: TokenKind, key: UnsafeRawBufferPointer) {
+        self.init(kind, bytes: key)
+    }
+
+    private init(_ kind: TokenKind, bytes key: some Collection<UInt8>) {
         self.kind = kind
-        var bytes = [kind.rawValue]
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(1 + key.count)
+        bytes.append(kind.rawValue)
         bytes.append(contentsOf: key)
         self.bytes = bytes
     }

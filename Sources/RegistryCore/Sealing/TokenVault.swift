@@ -49,6 +49,11 @@ public struct TokenVault: Sendable {
         try open(sealed[...], in: slot)
     }
 
+    /// `open` of bytes in place (a value still in the database's map).
+    package func open(_ sealed: UnsafeRawBufferPointer, in slot: TokenSlot) throws -> String {
+        try open(sealed, context: slot.bytes, format: TokenSealer.formatVersion)
+    }
+
     /// A value sealed before values were bound to their record (format 1,
     /// its kind as the context): only the migration that seals it again
     /// opens one.
@@ -57,12 +62,14 @@ public struct TokenVault: Sendable {
     }
 
     private func open(_ sealed: ArraySlice<UInt8>, context: [UInt8], format: UInt8) throws -> String {
+        // Straight from the stored value's bytes into the string, without copying them.
+        try sealed.withUnsafeBytes { bytes in try open(bytes, context: context, format: format) }
+    }
+
+    private func open(_ sealed: UnsafeRawBufferPointer, context: [UInt8], format: UInt8) throws -> String {
         do {
-            // Straight from the stored value's bytes into the string, without copying them.
-            return try sealed.withUnsafeBytes { bytes in
-                try sealer.openString(bytes, context: context, format: format)
-            }
-        } catch let error as TokenSealError {
+            return try sealer.openString(sealed, context: context, format: format)
+        } catch {
             if case .unknownKey(let id) = error { throw UnknownSealingKey(keyID: id) }
             throw StoredValueError(what: "token", reason: "cannot be opened: \(error)")
         }

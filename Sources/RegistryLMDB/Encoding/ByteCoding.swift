@@ -1,5 +1,6 @@
 import RegistryCore
 import Codecs
+import Glibc
 
 /// Little building blocks of the stored value encoding: LEB128 varints and
 /// length-prefixed strings. Decoding never traps: a short or malformed input
@@ -33,23 +34,28 @@ package struct ByteWriter {
     }
 }
 
-package struct ByteReader {
-    private let bytes: [UInt8]
-    private var index = 0
+///
+/// Generic over where the bytes are, so the hot reads decode values in place
+/// in LMDB's map (`UnsafeRawBufferPointer`) and everything else from arrays,
+/// with one decoder; both are specialized within this module.
+package struct ByteReader<Bytes: RandomAccessCollection<UInt8>> where Bytes.Index == Int {
+    private let bytes: Bytes
+    private var index: Int
     private let what: String
     /// The leading version byte, so a decoder can read older layouts.
     private(set) var version: UInt8 = 0
 
     /// Checks the leading version byte against the versions this build reads.
-    package init(_ bytes: [UInt8], what: String, versions: ClosedRange<UInt8>) throws(StoredValueError) {
+    package init(_ bytes: Bytes, what: String, versions: ClosedRange<UInt8>) throws(StoredValueError) {
         self.bytes = bytes
         self.what = what
+        index = bytes.startIndex
         version = try byte()
         guard versions.contains(version) else { throw StoredValueError(what: what, reason: "unknown version \(version)") }
     }
 
     package mutating func byte() throws(StoredValueError) -> UInt8 {
-        guard index < bytes.count else { throw StoredValueError(what: what, reason: "truncated") }
+        guard index < bytes.endIndex else { throw StoredValueError(what: what, reason: "truncated") }
         defer { index += 1 }
         return bytes[index]
     }
@@ -72,18 +78,19 @@ package struct ByteReader {
 
     package mutating func string() throws(StoredValueError) -> String {
         let length = try varint()
-        guard length <= UInt64(bytes.count - index) else { throw StoredValueError(what: what, reason: "truncated string") }
+        guard length <= UInt64(bytes.endIndex - index) else { throw StoredValueError(what: what, reason: "truncated string") }
         let end = index + Int(length)
         defer { index = end }
-        guard let s = LengthPrefixed.text(bytes[index..<end]) else {
+        let part = bytes[index..<end]
+        guard let s = part.withContiguousStorageIfAvailable(LengthPrefixed.text) ?? LengthPrefixed.text(Array(part)[...]) else {
             throw StoredValueError(what: what, reason: "invalid UTF-8")
         }
         return s
     }
 
-    package mutating func blob() throws(StoredValueError) -> ArraySlice<UInt8> {
+    package mutating func blob() throws(StoredValueError) -> Bytes.SubSequence {
         let length = try varint()
-        guard length <= UInt64(bytes.count - index) else { throw StoredValueError(what: what, reason: "truncated bytes") }
+        guard length <= UInt64(bytes.endIndex - index) else { throw StoredValueError(what: what, reason: "truncated bytes") }
         let end = index + Int(length)
         defer { index = end }
         return bytes[index..<end]
@@ -96,7 +103,7 @@ package struct ByteReader {
     }
 
     package func finish() throws(StoredValueError) {
-        guard index == bytes.count else { throw StoredValueError(what: what, reason: "trailing bytes") }
+        guard index == bytes.endIndex else { throw StoredValueError(what: what, reason: "trailing bytes") }
     }
 }
 
@@ -111,5 +118,21 @@ package enum BigEndian {
     /// The value of up to 8 bytes, most significant first.
     package static func value(_ bytes: some Collection<UInt8>) -> UInt64 {
         bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+
+/// LMDB's key order (bytes compared unsigned, a prefix first) between a key
+/// the reader holds and one in place in the map, by `memcmp`: the generic
+/// sequence comparisons walk byte by byte through iterators, about 500
+/// instructions for a record key.
+package enum ByteOrder {
+    /// Negative, zero or positive as `a` sorts before, equal to or after `b`.
+    package static func compare(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Int {
+        let common = min(a.count, b.count)
+        let order = a.withUnsafeBytes { a -> Int32 in
+            guard common > 0, let left = a.baseAddress, let right = b.baseAddress else { return 0 }
+            return memcmp(left, right, common)
+        }
+        return order != 0 ? Int(order) : a.count - b.count
     }
 }

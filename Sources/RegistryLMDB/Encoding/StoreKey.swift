@@ -18,6 +18,9 @@ package enum StoreKey {
     /// Splits a key back into its parts; `nil` when it is not well formed.
     package static func decode(_ key: some Collection<UInt8>) -> [String]? { LengthPrefixed.decode(Array(key)) }
 
+    /// `decode` of a key in place (still in the database's map).
+    package static func decode(_ key: UnsafeRawBufferPointer) -> [String]? { LengthPrefixed.decode(key) }
+
     /// `devices`, `pushTokens`, `pushToStart`, `tombstones`: (user, app, device).
     package static func device(_ id: RecordID) -> [UInt8] { parts(id.user, id.app, id.device) }
 
@@ -55,7 +58,16 @@ package enum StoreKey {
 
     /// The record a (user, app, device) key names; `nil` when malformed.
     package static func recordID(_ key: some Collection<UInt8>) -> RecordID? {
-        guard let parts = decode(key), parts.count == 3 else { return nil }
+        recordID(parts: decode(key))
+    }
+
+    /// `recordID` of a key in place (still in the database's map).
+    package static func recordID(_ key: UnsafeRawBufferPointer) -> RecordID? {
+        recordID(parts: decode(key))
+    }
+
+    private static func recordID(parts: [String]?) -> RecordID? {
+        guard let parts, parts.count == 3 else { return nil }
         return RecordID(user: parts[0], app: parts[1], device: parts[2])
     }
 

@@ -25,7 +25,8 @@ package extension DeviceValue {
         return w.bytes
     }
 
-    init(decoding bytes: [UInt8]) throws(StoredValueError) {
+    /// From an array, or in place in LMDB's map (a lookup's scan).
+    init<Bytes: RandomAccessCollection<UInt8>>(decoding bytes: Bytes) throws(StoredValueError) where Bytes.Index == Int {
         var r = try ByteReader(bytes, what: "device", versions: 1...2)
         let platform = try r.enumValue(Platform.self, Platform.allCases)
         let environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
@@ -67,13 +68,30 @@ package extension TokenValue {
     }
 
     init(decoding bytes: [UInt8], in slot: TokenSlot, _ vault: TokenVault) throws {
+        let (environment, updatedAt, sealed) = try Self.fields(of: bytes)
+        self.init(token: try vault.open(sealed, in: slot), environment: environment, updatedAt: updatedAt,
+                  sealedAs: (slot, sealed))
+    }
+
+    /// The token of a value in place in LMDB's map, opened, without the
+    /// sealed bytes a write would reuse (a lookup's scan: nothing copied
+    /// but the token itself).
+    static func opened(inPlace bytes: UnsafeRawBufferPointer, in slot: TokenSlot,
+                       _ vault: TokenVault) throws -> StoredToken {
+        let (environment, updatedAt, sealed) = try fields(of: bytes)
+        return StoredToken(token: try vault.open(UnsafeRawBufferPointer(rebasing: sealed), in: slot),
+                           environment: environment, updatedAt: updatedAt)
+    }
+
+    /// A stored value's environment, time and sealed bytes (unopened).
+    private static func fields<Bytes: RandomAccessCollection<UInt8>>(of bytes: Bytes) throws(StoredValueError)
+        -> (APNsEnvironment, Timestamp, Bytes.SubSequence) where Bytes.Index == Int {
         var r = try ByteReader(bytes, what: "token", versions: 2...2)
         let environment = try r.enumValue(APNsEnvironment.self, APNsEnvironment.allCases)
         let updatedAt = try r.timestamp()
         let sealed = try r.blob()
         try r.finish()
-        self.init(token: try vault.open(sealed, in: slot), environment: environment, updatedAt: updatedAt,
-                  sealedAs: (slot, sealed))
+        return (environment, updatedAt, sealed)
     }
 
     /// A value of schema 3, sealed bound to its kind only (the migration to schema 4).
@@ -98,10 +116,7 @@ package extension TokenValue {
 
     /// The sealed bytes of a stored value, unopened (rotation, check, migration).
     static func sealed(in bytes: [UInt8]) throws(StoredValueError) -> ArraySlice<UInt8> {
-        var r = try ByteReader(bytes, what: "token", versions: 2...2)
-        _ = try r.byte()
-        _ = try r.timestamp()
-        return try r.blob()
+        try fields(of: bytes).2
     }
 
     /// The environment of a stored value, without opening it (an operator's counts).

@@ -105,7 +105,9 @@ struct RecordReader {
     ///
     /// Three range scans over the user's keys (devices, push tokens,
     /// push-to-start tokens), merged by key: the token databases share the
-    /// devices' keys and order, so no per-device lookups.
+    /// devices' keys and order, so no per-device lookups. Every hot read
+    /// goes through here, so the scans decode in place in LMDB's map: no
+    /// entry is copied out, only the records' own fields.
     func records(of user: String, appId: String?) throws -> [DeviceRecord] {
         var prefix = StoreKey.user(user)
         if let appId {
@@ -113,23 +115,27 @@ struct RecordReader {
             prefix = StoreKey.userApp(user, code)
         }
         var devices: [(key: [UInt8], id: RecordID, value: DeviceValue)] = []
-        try txn.scan(schema.devices, prefix: prefix) { key, value in
+        try txn.scanInPlace(schema.devices, prefix: prefix) { key, value in
             guard let id = StoreKey.recordID(key) else { throw StoredValueError(what: "device key", reason: "malformed") }
-            devices.append((key, id, try DeviceValue(decoding: value)))
+            devices.append((Array(key), id, try DeviceValue(decoding: value)))
             return true
         }
         guard !devices.isEmpty else { return [] }
-        let push = try tokens(.push, prefix)
-        let pushToStart = try tokens(.pushToStart, prefix)
-        var nextPush = 0, nextStart = 0
+        var tokens = [(push: StoredToken?, pushToStart: StoredToken?)](repeating: (nil, nil), count: devices.count)
+        try joinTokens(.push, prefix, devices) { tokens[$0].push = $1 }
+        try joinTokens(.pushToStart, prefix, devices) { tokens[$0].pushToStart = $1 }
         var records: [DeviceRecord] = []
         records.reserveCapacity(devices.count)
         var names = AppCatalog.Names(apps)
-        for device in devices {
-            records.append(try record(device.id, device.value,
-                                      push: Self.take(device.key, from: push, at: &nextPush),
-                                      pushToStart: Self.take(device.key, from: pushToStart, at: &nextStart),
-                                      appId: try names.appId(device.id.app, txn)))
+        for (device, tokens) in zip(devices, tokens) {
+            let value = device.value
+            records.append(DeviceRecord(
+                userId: device.id.user, deviceId: device.id.device, platform: value.platform,
+                environment: value.environment, osVersion: value.osVersion, appVersion: value.appVersion,
+                pushToken: tokens.push.map { StoredToken(token: $0.token, environment: value.environment, updatedAt: $0.updatedAt) },
+                pushToStartToken: tokens.pushToStart, activityCount: value.activityCount,
+                createdAt: value.createdAt, lastSeenAt: value.lastSeenAt, sequence: value.sequence,
+                appId: try names.appId(device.id.app, txn)))
         }
         return records.sorted { a, b in
             if a.lastSeenAt != b.lastSeenAt { return a.lastSeenAt > b.lastSeenAt }
@@ -138,21 +144,19 @@ struct RecordReader {
         }
     }
 
-    /// The device-level tokens under `prefix`, in key order.
-    private func tokens(_ kind: TokenKind, _ prefix: [UInt8]) throws -> [(key: [UInt8], value: TokenValue)] {
-        var found: [(key: [UInt8], value: TokenValue)] = []
-        try txn.scan(schema.database(kind), prefix: prefix) { key, value in
-            found.append((key, try TokenValue(decoding: value, in: TokenSlot(kind, key: key), vault)))
+    /// Opens the device-level tokens of `kind` under `prefix` and hands
+    /// each to `found` with the index of its device in `devices` (both in
+    /// key order, so one pass). A token without its device is not opened.
+    private func joinTokens(_ kind: TokenKind, _ prefix: [UInt8], _ devices: [(key: [UInt8], id: RecordID, value: DeviceValue)],
+                            _ found: (Int, StoredToken) -> Void) throws {
+        var next = 0
+        try txn.scanInPlace(schema.database(kind), prefix: prefix) { key, value in
+            while next < devices.count, ByteOrder.compare(devices[next].key, key) < 0 { next += 1 }
+            guard next < devices.count else { return false }
+            guard ByteOrder.compare(devices[next].key, key) == 0 else { return true }
+            found(next, try TokenValue.opened(inPlace: value, in: TokenSlot(kind, key: key), vault))
             return true
         }
-        return found
-    }
-
-    /// The token stored under `key`, advancing `index` through `tokens` (both in key order).
-    private static func take(_ key: [UInt8], from tokens: [(key: [UInt8], value: TokenValue)], at index: inout Int) -> TokenValue? {
-        while index < tokens.count, tokens[index].key.lexicographicallyPrecedes(key) { index += 1 }
-        guard index < tokens.count, tokens[index].key == key else { return nil }
-        return tokens[index].value
     }
 
     /// A key as an operator reads it in `check` and repair reports:
