@@ -114,29 +114,25 @@ struct RecordReader {
             guard let code = try apps.existingCode(appId, txn) else { return [] }
             prefix = StoreKey.userApp(user, code)
         }
-        var devices: [(key: [UInt8], id: RecordID, value: DeviceValue)] = []
+        // Records are built as the devices are read and their tokens set in
+        // place: elements of an array of (key, id, value) tuples were copied
+        // whole, through the runtime's generic tuple copy, on every read.
+        var keys: [[UInt8]] = []
+        var records: [DeviceRecord] = []
+        var names = AppCatalog.Names(apps)
         try txn.scanInPlace(schema.devices, prefix: prefix) { key, value in
             guard let id = StoreKey.recordID(key) else { throw StoredValueError(what: "device key", reason: "malformed") }
-            devices.append((Array(key), id, try DeviceValue(decoding: value)))
+            keys.append(Array(key))
+            records.append(try record(id, try DeviceValue(decoding: value), push: nil, pushToStart: nil,
+                                      appId: try names.appId(id.app, txn)))
             return true
         }
-        guard !devices.isEmpty else { return [] }
-        var tokens = [(push: StoredToken?, pushToStart: StoredToken?)](repeating: (nil, nil), count: devices.count)
-        try joinTokens(.push, prefix, devices) { tokens[$0].push = $1 }
-        try joinTokens(.pushToStart, prefix, devices) { tokens[$0].pushToStart = $1 }
-        var records: [DeviceRecord] = []
-        records.reserveCapacity(devices.count)
-        var names = AppCatalog.Names(apps)
-        for (device, tokens) in zip(devices, tokens) {
-            let value = device.value
-            records.append(DeviceRecord(
-                userId: device.id.user, deviceId: device.id.device, platform: value.platform,
-                environment: value.environment, osVersion: value.osVersion, appVersion: value.appVersion,
-                pushToken: tokens.push.map { StoredToken(token: $0.token, environment: value.environment, updatedAt: $0.updatedAt) },
-                pushToStartToken: tokens.pushToStart, activityCount: value.activityCount,
-                createdAt: value.createdAt, lastSeenAt: value.lastSeenAt, sequence: value.sequence,
-                appId: try names.appId(device.id.app, txn)))
+        guard !records.isEmpty else { return [] }
+        try joinTokens(.push, prefix, keys) { index, token in
+            records[index].pushToken = StoredToken(token: token.token, environment: records[index].environment,
+                                                   updatedAt: token.updatedAt)
         }
+        try joinTokens(.pushToStart, prefix, keys) { records[$0].pushToStartToken = $1 }
         return records.sorted { a, b in
             if a.lastSeenAt != b.lastSeenAt { return a.lastSeenAt > b.lastSeenAt }
             if !a.appId.utf8.elementsEqual(b.appId.utf8) { return a.appId.utf8.lexicographicallyPrecedes(b.appId.utf8) }
@@ -145,15 +141,15 @@ struct RecordReader {
     }
 
     /// Opens the device-level tokens of `kind` under `prefix` and hands
-    /// each to `found` with the index of its device in `devices` (both in
-    /// key order, so one pass). A token without its device is not opened.
-    private func joinTokens(_ kind: TokenKind, _ prefix: [UInt8], _ devices: [(key: [UInt8], id: RecordID, value: DeviceValue)],
+    /// each to `found` with the index of its device's key in `keys` (both
+    /// in key order, so one pass). A token without its device is not opened.
+    private func joinTokens(_ kind: TokenKind, _ prefix: [UInt8], _ keys: [[UInt8]],
                             _ found: (Int, StoredToken) -> Void) throws {
         var next = 0
         try txn.scanInPlace(schema.database(kind), prefix: prefix) { key, value in
-            while next < devices.count, ByteOrder.compare(devices[next].key, key) < 0 { next += 1 }
-            guard next < devices.count else { return false }
-            guard ByteOrder.compare(devices[next].key, key) == 0 else { return true }
+            while next < keys.count, ByteOrder.compare(keys[next], key) < 0 { next += 1 }
+            guard next < keys.count else { return false }
+            guard ByteOrder.compare(keys[next], key) == 0 else { return true }
             found(next, try TokenValue.opened(inPlace: value, in: TokenSlot(kind, key: key), vault))
             return true
         }
