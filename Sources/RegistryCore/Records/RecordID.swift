@@ -22,8 +22,8 @@ package struct RecordID: Hashable, Sendable {
 
     /// Byte equality of the three ids.
     package func sameBytes(_ other: RecordID) -> Bool {
-        user.utf8.elementsEqual(other.user.utf8) && app.utf8.elementsEqual(other.app.utf8)
-            && device.utf8.elementsEqual(other.device.utf8)
+        user.hasSameBytes(as: other.user) && app.hasSameBytes(as: other.app)
+            && device.hasSameBytes(as: other.device)
     }
 }
 
@@ -50,7 +50,7 @@ package struct TokenHolder: Hashable, Sendable {
         guard self.id.sameBytes(id) else { return false }
         switch (activityId, activity) {
         case (nil, nil): return true
-        case (let a?, let b?): return a.utf8.elementsEqual(b.utf8)
+        case (let a?, let b?): return a.hasSameBytes(as: b)
         default: return false
         }
     }

@@ -1,3 +1,4 @@
+import Codecs
 /// The rules of docs/api.md, applied inside one command's transaction, the same
 /// on every backend; a thrown `RegistryError` discards everything the
 /// command wrote.
@@ -178,7 +179,7 @@ package extension RecordTransaction {
                             _ act: (TokenKind, TokenHolder, _ matched: String) throws -> Bool) throws -> Int {
         let exact = try holders(of: token, apnsOnly: false, act)
         guard !exact.heldByFCM, case .success(let hex) = Identifier.normalizeAPNsToken(token),
-              !hex.utf8.elementsEqual(token.utf8) else { return exact.changed }
+              !hex.hasSameBytes(as: token) else { return exact.changed }
         return exact.changed + (try holders(of: hex, apnsOnly: true, act).changed)
     }
 
@@ -226,7 +227,7 @@ package extension RecordTransaction {
         guard let owner = try owner(of: token, kind) else { return }
         // Compared as bytes: `String ==` would call canonically equivalent ids the same holder.
         guard !owner.isHolder(id, activity: activity) else { return }
-        let reason: HistoryEvent.Reason = owner.id.user.utf8.elementsEqual(id.user.utf8) ? .movedToDevice : .movedToUser
+        let reason: HistoryEvent.Reason = owner.id.user.hasSameBytes(as: id.user) ? .movedToDevice : .movedToUser
         switch kind {
         case .push, .pushToStart:
             try deleteDevice(owner.id, reason: reason)

@@ -1,3 +1,4 @@
+import Codecs
 import RegistryCore
 import LMDB
 
@@ -375,7 +376,7 @@ private struct Fixer {
         let namedKey = read.tokenKey(kind, named)
         if namedKey == key { return }
         if case .value(let other) = try load(namedKey, in: schema.database(kind), tokenDecoder(kind, namedKey)),
-           other.token.utf8.elementsEqual(token.token.utf8) {
+           other.token.hasSameBytes(as: token.token) {
             let thisWins = other.updatedAt < token.updatedAt
             let (loserKey, loser) = thisWins ? (namedKey, named) : (key, owner)
             let removed = try attempt(kindName(kind), loserKey) { writer in

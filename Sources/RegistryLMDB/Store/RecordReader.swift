@@ -1,3 +1,4 @@
+import Codecs
 import RegistryCore
 import LMDB
 
@@ -48,7 +49,7 @@ struct RecordReader {
     func owner(of token: String, _ kind: TokenKind) throws -> TokenHolder? {
         guard let bytes = try txn.get(vault.ownerKey(token, kind), in: schema.tokenOwners) else { return nil }
         let owner = try TokenHolder(decoding: bytes)
-        guard let held = try self.token(kind, tokenKey(kind, owner)), held.token.utf8.elementsEqual(token.utf8) else {
+        guard let held = try self.token(kind, tokenKey(kind, owner)), held.token.hasSameBytes(as: token) else {
             return nil
         }
         return owner
@@ -135,7 +136,7 @@ struct RecordReader {
         try joinTokens(.pushToStart, prefix, keys) { records[$0].pushToStartToken = $1 }
         return records.sorted { a, b in
             if a.lastSeenAt != b.lastSeenAt { return a.lastSeenAt > b.lastSeenAt }
-            if !a.appId.utf8.elementsEqual(b.appId.utf8) { return a.appId.utf8.lexicographicallyPrecedes(b.appId.utf8) }
+            if !a.appId.hasSameBytes(as: b.appId) { return a.appId.utf8.lexicographicallyPrecedes(b.appId.utf8) }
             return a.deviceId.utf8.lexicographicallyPrecedes(b.deviceId.utf8)
         }
     }
