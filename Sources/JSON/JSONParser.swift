@@ -51,7 +51,12 @@ public struct JSONParser {
     }
 
     private mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
     private mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
@@ -70,11 +75,11 @@ public struct JSONParser {
     }
 
     private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
-        let text = literal.withUTF8Buffer { Array($0) }
-        guard bytes.count - index >= text.count, Array(bytes[index..<index + text.count]) == text else {
-            throw error("invalid literal")
+        let matches = literal.withUTF8Buffer { text in
+            bytes.count - index >= text.count && text.indices.allSatisfy { bytes[index + $0] == text[$0] }
         }
-        index += text.count
+        guard matches else { throw error("invalid literal") }
+        index += literal.utf8CodeUnitCount
     }
 
     private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
@@ -143,7 +148,19 @@ public struct JSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1
-        var out: [UInt8] = []
+        // Most strings (ids, versions, tokens) are printable ASCII with no
+        // escape: those become a string straight from the body's bytes.
+        // Otherwise the plain run so far is copied and the rest decoded.
+        let start = index
+        while index < bytes.count, bytes[index] >= 0x20, bytes[index] < 0x80,
+              bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
+            index += 1
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+            index += 1
+            return String(decoding: bytes[start..<index - 1], as: UTF8.self)
+        }
+        var out = Array(bytes[start..<index])
         while true {
             guard index < bytes.count else { throw error("unterminated string") }
             let b = bytes[index]

@@ -23,6 +23,24 @@ import Testing
         #expect(try parse("-1").exactUInt64 == nil)
     }
 
+    /// A string is taken straight from the body while it is plain ASCII;
+    /// whatever follows a plain run (an escape, UTF-8, a control character,
+    /// the end) must read as it would from the start.
+    @Test func plainRunsThenAnythingElseDecodeAsAWhole() throws {
+        #expect(try parse(#""device-1""#) == .string("device-1"))
+        #expect(try parse(#""""#) == .string(""))
+        #expect(try parse(#""abc\"def\n""#) == .string("abc\"def\n"))
+        #expect(try parse("\"abc\u{E9}d\"") == .string("abc\u{E9}d"))
+        #expect(try parse(#""abc\u00e9\ud83d\ude00x""#) == .string("abc\u{E9}😀x"))
+        #expect(try parse(#"{"k":"v","k2":"v2"}"#) == .object(JSONObject(["k": .string("v"), "k2": .string("v2")])))
+        for text in ["\"abc", "\"abc\u{1}\"", "\"abc\\", "\"abc\\q\""] {
+            #expect(throws: JSONParseError.self, "\(text)") { try JSONParser.parse(Array(text.utf8)) }
+        }
+        #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0x61, 0x62, 0xFF, 0x22]) }
+        #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0x61, 0x62, 0x7F, 0xC0, 0x22]) }
+        #expect(try JSONParser.parse([0x22, 0x61, 0x7F, 0x22]) == .string("a\u{7F}"))
+    }
+
     @Test func decodesSurrogatePairs() throws {
         #expect(try parse(#""\ud83d\ude00""#) == .string("😀"))
     }
