@@ -160,7 +160,7 @@ public final class PostgresConnection {
     /// `PostgresPool.transaction`.
     public func transaction<T>(isolation: PostgresIsolation = .serializable,
                                _ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(isolation: isolation, holding: nil, opening: nil) { connection, _, _ in try body(connection) }
+        try transaction(isolation: isolation, holding: nil, opening: []) { connection, _, _ in try body(connection) }
     }
 
     /// `transaction`, run again on this connection after a conflict
@@ -172,24 +172,26 @@ public final class PostgresConnection {
     }
 
     /// `transaction(isolation:_:)` in as few round trips as the statements
-    /// allow: `hold.take`, then BEGIN and `opening` in the first (a sync
-    /// point between, so the server has taken the hold, a session lock,
-    /// before BEGIN opens the transaction and `opening` takes its snapshot
-    /// under REPEATABLE READ or SERIALIZABLE); the body's queued writes,
-    /// COMMIT and `hold.release` in the last (ROLLBACK and the release when
-    /// the body throws). `body` gets the results of `hold.take` and
-    /// `opening`. A `take` that fails closes the connection (what it took,
-    /// if anything, goes with the session), and so does a release that does
-    /// not answer true; either way the transaction's outcome stands.
+    /// allow: `hold.take`, then BEGIN and the `opening` reads in the first
+    /// (a sync point between, so the server has taken the hold, a session
+    /// lock, before BEGIN opens the transaction and the first of `opening`
+    /// takes its snapshot under REPEATABLE READ or SERIALIZABLE); the body's
+    /// queued writes, COMMIT and `hold.release` in the last (ROLLBACK and
+    /// the release when the body throws). `body` gets the results of
+    /// `hold.take` and of each `opening` statement, in order. A `take` that
+    /// fails closes the connection (what it took, if anything, goes with
+    /// the session), and so does a release that does not answer true;
+    /// either way the transaction's outcome stands. An `opening` statement
+    /// that fails fails the transaction (rolled back, its error thrown).
     public func transaction<T>(isolation: PostgresIsolation, holding hold: PostgresSessionHold?,
-                               opening: PostgresStatement?,
-                               _ body: (PostgresConnection, _ held: PostgresResult?, _ opened: PostgresResult?) throws -> T
+                               opening: [PostgresStatement],
+                               _ body: (PostgresConnection, _ held: PostgresResult?, _ opened: [PostgresResult]) throws -> T
     ) throws -> T {
         guard transactionStatus == .idle, deferred.isEmpty else {
             throw PostgresError(kind: .invalidParameter,
                                 message: "transaction() on a connection that is not idle (\(transactionStatus))")
         }
-        let begin = [PostgresStatement("BEGIN ISOLATION LEVEL \(isolation.rawValue)")] + (opening.map { [$0] } ?? [])
+        let begin = [PostgresStatement("BEGIN ISOLATION LEVEL \(isolation.rawValue)")] + opening
         let started = try pipeline((hold.map { [[$0.take]] } ?? []) + [begin])
         var held: PostgresResult?
         if hold != nil {
@@ -204,7 +206,7 @@ public final class PostgresConnection {
         let value: T
         do {
             if let failure = Self.firstFailure(started[started.count - 1]) { throw failure }
-            let opened = opening == nil ? nil : try started[started.count - 1][1].get()
+            let opened = try started[started.count - 1].dropFirst().map { try $0.get() }
             value = try body(self, held, opened)
         } catch {
             rollback(releasing: release)
