@@ -213,6 +213,24 @@ struct PipelineTests {
         #expect(connection.transactionStatus == .idle)
     }
 
+    @Test func aCommitTheServerRefusesRollsBackAndReleases() throws {
+        let connection = try TestServer.connect()
+        let table = TestServer.uniqueName("heldcommit")
+        try connection.query("""
+            CREATE TABLE \(table) (k int8 CONSTRAINT \(table)_k UNIQUE DEFERRABLE INITIALLY DEFERRED)
+            """)
+        defer { _ = try? connection.query("DROP TABLE \(table)") }
+        let key = PostgresConnection.advisoryKey(TestServer.uniqueName("heldcommit"))
+        // The duplicate is refused by COMMIT itself, which the release follows in the same round trip.
+        #expect { try connection.transaction(isolation: .repeatableRead, holding: lockHold(key), opening: []) { connection, _, _ in
+            try connection.queryLater("INSERT INTO \(table) VALUES (1), (1)")
+        } } throws: { ($0 as? PostgresError)?.isUniqueViolation() == true }
+        #expect(try connection.query("SELECT count(*) FROM \(table)").int64(0, 0) == 0)
+        #expect(try TestServer.connect().tryAdvisoryLock(key) == true, "released after the refused COMMIT")
+        #expect(!connection.isBroken)
+        #expect(connection.transactionStatus == .idle)
+    }
+
     @Test func aReleaseThatDoesNotAnswerTrueClosesTheConnectionAfterTheCommit() throws {
         let connection = try TestServer.connect()
         let table = try makeTable(connection, "heldfalse")
