@@ -103,17 +103,19 @@ public final class PostgresResult: @unchecked Sendable {
                 throw decoding(row, column, "is not bytea in hex format (\\x…)")
             }
             var valid = true
-            let out = [UInt8](unsafeUninitializedCapacity: (text.count - 2) / 2) { out, count in
-                var index = 2
-                while index < text.count {
-                    let high = Self.hexDigits[Int(text[index])], low = Self.hexDigits[Int(text[index + 1])]
-                    guard high < 16, low < 16 else {
-                        valid = false
-                        break
+            let out = Self.hexDigits.withUnsafeBufferPointer { digits in
+                [UInt8](unsafeUninitializedCapacity: (text.count - 2) / 2) { out, count in
+                    var index = 2
+                    while index < text.count {
+                        let high = digits[Int(text[index])], low = digits[Int(text[index + 1])]
+                        guard high < 16, low < 16 else {
+                            valid = false
+                            break
+                        }
+                        out[count] = high << 4 | low
+                        count += 1
+                        index += 2
                     }
-                    out[count] = high << 4 | low
-                    count += 1
-                    index += 2
                 }
             }
             guard valid else { throw decoding(row, column, "has a non-hex digit in bytea") }
