@@ -8,8 +8,15 @@
 public enum LengthPrefixed {
     public static func encode(_ parts: [String]) -> [UInt8] {
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(parts.reduce(0) { $0 + 2 + $1.utf8.count })
         for part in parts { append(part.utf8, to: &bytes) }
         return bytes
+    }
+
+    /// `append` of a string's UTF-8, which callers in other modules reach
+    /// specialized (the generic form runs unspecialized there).
+    public static func append(_ part: String, to bytes: inout [UInt8]) {
+        append(part.utf8, to: &bytes)
     }
 
     public static func append(_ part: some Collection<UInt8>, to bytes: inout [UInt8]) {

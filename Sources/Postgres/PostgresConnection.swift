@@ -160,7 +160,7 @@ public final class PostgresConnection {
     /// `PostgresPool.transaction`.
     public func transaction<T>(isolation: PostgresIsolation = .serializable,
                                _ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(isolation: isolation, holding: nil, opening: nil) { connection, _, _ in try body(connection) }
+        try transaction(isolation: isolation, holding: nil, opening: []) { connection, _, _ in try body(connection) }
     }
 
     /// `transaction`, run again on this connection after a conflict
@@ -172,28 +172,34 @@ public final class PostgresConnection {
     }
 
     /// `transaction(isolation:_:)` in as few round trips as the statements
-    /// allow: `hold.take`, then BEGIN and `opening` in the first (a sync
-    /// point between, so the server has taken the hold, a session lock,
-    /// before BEGIN opens the transaction and `opening` takes its snapshot
-    /// under REPEATABLE READ or SERIALIZABLE); the body's queued writes,
-    /// COMMIT and `hold.release` in the last (ROLLBACK and the release when
-    /// the body throws). `body` gets the results of `hold.take` and
-    /// `opening`. A `take` that fails closes the connection (what it took,
-    /// if anything, goes with the session), and so does a release that does
-    /// not answer true; either way the transaction's outcome stands.
+    /// allow. The first sends `hold.take` in a transaction of its own
+    /// (`BEGIN` … `COMMIT`), then BEGIN and the `opening` reads, so the
+    /// server has taken the hold, a session lock, before BEGIN opens the
+    /// transaction and the first of `opening` takes its snapshot under
+    /// REPEATABLE READ or SERIALIZABLE. (Not in one transaction: its
+    /// snapshot would be taken as the lock's statement starts, before the
+    /// lock is granted.) The last sends the body's queued writes, COMMIT and
+    /// `hold.release` (ROLLBACK and the release when the body throws). Each
+    /// round trip is one pipeline segment, so libpq sends it in one write
+    /// and the server answers it in one. `body` gets the results of
+    /// `hold.take` and of each `opening` statement, in order. A `take` that
+    /// fails closes the connection (what it took, if anything, goes with
+    /// the session), and so does a release that does not answer true;
+    /// either way the transaction's outcome stands. An `opening` statement
+    /// that fails fails the transaction (rolled back, its error thrown).
     public func transaction<T>(isolation: PostgresIsolation, holding hold: PostgresSessionHold?,
-                               opening: PostgresStatement?,
-                               _ body: (PostgresConnection, _ held: PostgresResult?, _ opened: PostgresResult?) throws -> T
+                               opening: [PostgresStatement],
+                               _ body: (PostgresConnection, _ held: PostgresResult?, _ opened: [PostgresResult]) throws -> T
     ) throws -> T {
         guard transactionStatus == .idle, deferred.isEmpty else {
             throw PostgresError(kind: .invalidParameter,
                                 message: "transaction() on a connection that is not idle (\(transactionStatus))")
         }
-        let begin = [PostgresStatement("BEGIN ISOLATION LEVEL \(isolation.rawValue)")] + (opening.map { [$0] } ?? [])
-        let started = try pipeline((hold.map { [[$0.take]] } ?? []) + [begin])
+        let taking = hold.map { [Self.beginHold, $0.take, Self.commitHold] } ?? []
+        let started = try pipeline([taking + [PostgresStatement("BEGIN ISOLATION LEVEL \(isolation.rawValue)")] + opening])[0]
         var held: PostgresResult?
         if hold != nil {
-            switch started[0][0] {
+            switch started[1] {
             case .success(let result): held = result
             case .failure(let error):
                 close()
@@ -201,10 +207,11 @@ public final class PostgresConnection {
             }
         }
         let release = held.flatMap { held in hold.map { $0.release(held) } }
+        let begun = started[taking.count...]
         let value: T
         do {
-            if let failure = Self.firstFailure(started[started.count - 1]) { throw failure }
-            let opened = opening == nil ? nil : try started[started.count - 1][1].get()
+            if let failure = Self.firstFailure(Array(started)) { throw failure }
+            let opened = try begun.dropFirst().map { try $0.get() }
             value = try body(self, held, opened)
         } catch {
             rollback(releasing: release)
@@ -214,17 +221,22 @@ public final class PostgresConnection {
         return value
     }
 
-    /// Sends the queued writes and COMMIT, then `release` after a sync
-    /// point, in one round trip. Which statement failed tells what happened:
-    /// a queued write refused (COMMIT skipped: nothing committed, rolled
-    /// back, its error thrown), COMMIT refused (rolled back by the server),
-    /// or no answer to COMMIT (`.commitOutcomeUnknown`).
+    /// The transaction `hold.take` runs in.
+    private static let beginHold = PostgresStatement("BEGIN ISOLATION LEVEL READ COMMITTED")
+    private static let commitHold = PostgresStatement("COMMIT")
+
+    /// Sends the queued writes, COMMIT and `release` in one round trip (one
+    /// segment: a COMMIT refused skips the release, which `rollback` then
+    /// sends). Which statement failed tells what happened: a queued write
+    /// refused (COMMIT skipped: nothing committed, rolled back, its error
+    /// thrown), COMMIT refused (rolled back by the server), or no answer to
+    /// COMMIT (`.commitOutcomeUnknown`).
     private func commit(releasing release: PostgresStatement?) throws {
-        let segments = [takeDeferred() + [try EncodedStatement(PostgresStatement("COMMIT"))]]
-            + (try release.map { [[try EncodedStatement($0)]] } ?? [])
-        let outcomes = try run(segments)
-        let written = outcomes[0]
-        let released = release == nil ? nil : outcomes[1][0]
+        let segment = takeDeferred() + [try EncodedStatement(PostgresStatement("COMMIT"))]
+            + (try release.map { [try EncodedStatement($0)] } ?? [])
+        let outcomes = try run([segment])[0]
+        let written = release == nil ? outcomes : Array(outcomes.dropLast())
+        let released = release == nil ? nil : outcomes[outcomes.count - 1]
         switch written[written.count - 1] {
         case .success(let commit):
             settle(released)
@@ -242,14 +254,9 @@ public final class PostgresConnection {
                                     message: "the connection was lost while COMMIT was in flight: \(cause.message)",
                                     detail: cause.detail, connectionBroken: true)
             }
-            // A refused COMMIT ended the transaction and the release ran;
-            // a refused write left it failed, refusing the release too.
-            if case .success = released {
-                settle(released)
-                rollbackQuietly()
-            } else {
-                rollback(releasing: release)
-            }
+            // Nothing committed, and the release was skipped with COMMIT:
+            // roll back what is left open and release.
+            rollback(releasing: release)
             throw cause
         }
     }

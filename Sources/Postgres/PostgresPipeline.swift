@@ -18,7 +18,7 @@ public struct PostgresStatement: Sendable {
 /// ROLLBACK, each in the same round trip as its neighbour
 /// (`PostgresConnection.transaction(isolation:holding:opening:_:)`).
 public struct PostgresSessionHold: Sendable {
-    /// Runs on its own before BEGIN; its result goes to the body.
+    /// Runs in a transaction of its own before BEGIN; its result goes to the body.
     public var take: PostgresStatement
     /// Given `take`'s result, releases what it took; its first column must
     /// answer true, or the connection is closed (releasing everything).

@@ -50,17 +50,21 @@ public final class PostgresResult: @unchecked Sendable {
 
     /// The value as UTF-8 text (any type, in text format; text types in binary format).
     public func string(_ row: Int, _ column: Int) throws -> String? {
-        guard let bytes = raw(row, column) else { return nil }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw decoding(row, column, "is not valid UTF-8")
+        try withRaw(row, column) { bytes in
+            guard let bytes else { return nil }
+            // ASCII (nearly every value) is valid UTF-8 as it stands: decoding it repairs nothing.
+            if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw decoding(row, column, "is not valid UTF-8")
+            }
+            return text
         }
-        return text
     }
 
     /// An integer column (int2, int4, int8, or any text that is a decimal integer).
     public func int64(_ row: Int, _ column: Int) throws -> Int64? {
-        guard let bytes = raw(row, column) else { return nil }
         if isBinary(column) {
+            guard let bytes = raw(row, column) else { return nil }
             switch (columnType(column), bytes.count) {
             case (21, 2): return Int64(Int16(bitPattern: UInt16(bigEndianBytes: bytes)))
             case (23, 4): return Int64(Int32(bitPattern: UInt32(bigEndianBytes: bytes)))
@@ -68,10 +72,11 @@ public final class PostgresResult: @unchecked Sendable {
             default: throw decoding(row, column, "is not a binary int2, int4 or int8 (type \(columnType(column)))")
             }
         }
-        guard let value = Int64(String(decoding: bytes, as: UTF8.self)) else {
-            throw decoding(row, column, "is not a decimal integer")
+        return try withRaw(row, column) { bytes in
+            guard let bytes else { return nil }
+            guard let value = Self.decimal(bytes) else { throw decoding(row, column, "is not a decimal integer") }
+            return value
         }
-        return value
     }
 
     /// A boolean column (`t`/`f` in text format, one byte in binary format).
@@ -91,36 +96,71 @@ public final class PostgresResult: @unchecked Sendable {
     /// A `bytea` column: raw bytes in binary format, `\x` followed by hex
     /// digits in text format (`bytea_output = hex`, which every connection sets).
     public func bytes(_ row: Int, _ column: Int) throws -> [UInt8]? {
-        guard let bytes = raw(row, column) else { return nil }
-        if isBinary(column) { return bytes }
-        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"),
-              bytes.count % 2 == 0 else {
-            throw decoding(row, column, "is not bytea in hex format (\\x…)")
-        }
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count - 2) / 2)
-        var index = 2
-        while index < bytes.count {
-            guard let high = Self.hexValue(bytes[index]), let low = Self.hexValue(bytes[index + 1]) else {
-                throw decoding(row, column, "has a non-hex digit in bytea")
+        if isBinary(column) { return raw(row, column) }
+        return try withRaw(row, column) { text -> [UInt8]? in
+            guard let text else { return nil }
+            guard text.count >= 2, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x"), text.count % 2 == 0 else {
+                throw decoding(row, column, "is not bytea in hex format (\\x…)")
             }
-            out.append(high << 4 | low)
-            index += 2
+            var valid = true
+            let out = Self.hexDigits.withUnsafeBufferPointer { digits in
+                [UInt8](unsafeUninitializedCapacity: (text.count - 2) / 2) { out, count in
+                    var index = 2
+                    while index < text.count {
+                        let high = digits[Int(text[index])], low = digits[Int(text[index + 1])]
+                        guard high < 16, low < 16 else {
+                            valid = false
+                            break
+                        }
+                        out[count] = high << 4 | low
+                        count += 1
+                        index += 2
+                    }
+                }
+            }
+            guard valid else { throw decoding(row, column, "has a non-hex digit in bytea") }
+            return out
         }
-        return out
     }
 
     // MARK: - Internals
 
     private func raw(_ row: Int, _ column: Int) -> [UInt8]? {
+        withRaw(row, column) { $0.map(Array.init) }
+    }
+
+    /// The value's bytes as libpq holds them (valid while this result
+    /// lives), without copying them first; `nil` for NULL.
+    private func withRaw<R>(_ row: Int, _ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
         check(row, column)
         let r = Int32(row), c = Int32(column)
-        if PQgetisnull(result, r, c) == 1 { return nil }
+        if PQgetisnull(result, r, c) == 1 { return try body(nil) }
         let length = Int(PQgetlength(result, r, c))
-        guard length > 0, let value = PQgetvalue(result, r, c) else { return [] }
-        return value.withMemoryRebound(to: UInt8.self, capacity: length) {
-            Array(UnsafeBufferPointer(start: $0, count: length))
+        guard length > 0, let value = PQgetvalue(result, r, c) else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return try value.withMemoryRebound(to: UInt8.self, capacity: length) {
+            try body(UnsafeBufferPointer(start: $0, count: length))
         }
+    }
+
+    /// A decimal integer in text (an optional sign, then digits), as
+    /// `Int64(String)` reads it; nil when it is not one or overflows.
+    private static func decimal(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard let first = text.first else { return nil }
+        let negative = first == UInt8(ascii: "-")
+        var index = first == UInt8(ascii: "-") || first == UInt8(ascii: "+") ? 1 : 0
+        guard index < text.count else { return nil }
+        var value: Int64 = 0
+        while index < text.count {
+            let digit = text[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (shifted, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = negative ? shifted.subtractingReportingOverflow(Int64(digit))
+                                             : shifted.addingReportingOverflow(Int64(digit))
+            guard !overflow, !overflow2 else { return nil }
+            value = next
+            index += 1
+        }
+        return value
     }
 
     private func isBinary(_ column: Int) -> Bool { PQfformat(result, Int32(column)) == 1 }
@@ -138,12 +178,13 @@ public final class PostgresResult: @unchecked Sendable {
         PostgresError(kind: .decoding, message: "row \(row), column \(column) (\(columnName(column))) \(what)")
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
+    /// Each byte's value as a hex digit; 255 for a byte that is not one.
+    private static let hexDigits: [UInt8] = (0...255).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt8(byte) - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt8(byte) - UInt8(ascii: "A") + 10
+        default: return 255
         }
     }
 }

@@ -21,8 +21,11 @@ extension PostgresRegistryStore {
     /// first, or refuses to seal (`SealingKeys.forWriting`). When another
     /// session held the user lock (another node's write of the user), the
     /// transaction commits nothing, the connection goes back to the pool and
-    /// the write tries again shortly. The last round trip sends the
-    /// writer's queued writes, COMMIT and the unlocks.
+    /// the write tries again shortly. When the write names the record whose
+    /// device the rules read first (`record`), that read goes in the same
+    /// round trip, after the key's, in the same snapshot
+    /// (`PostgresRecordWriter.device` takes it from there). The last round
+    /// trip sends the writer's queued writes, COMMIT and the unlocks.
     ///
     /// Why not SERIALIZABLE: its read locks are page-level on small indexes,
     /// so unrelated users' launch upserts failed each other (tools/ha-test:
@@ -40,7 +43,7 @@ extension PostgresRegistryStore {
     /// sequence settles it).
     package var limits: RegistryLimits { configuration.limits }
 
-    package func writing<T: Sendable>(user: String? = nil,
+    package func writing<T: Sendable>(user: String? = nil, reading record: RecordID? = nil,
                                       _ body: @escaping @Sendable (PostgresRecordWriter) throws -> T) async throws -> T {
         try await queue.enter(user)
         defer { queue.leave(user) }
@@ -51,6 +54,7 @@ extension PostgresRegistryStore {
             onCommit?(CommitBatchReport(commands: 1, succeeded: succeeded, seconds: (ContinuousClock.now - began).inSeconds))
         }
         let hold = Self.hold(barrier: barrier, user: user.map(locks.user))
+        let opening = [Self.announcedKeyQuery] + (record.map { [PostgresRecordWriter.deviceRead($0)] } ?? [])
         var userLockTries = 0
         while true {
             let value: T?
@@ -58,13 +62,15 @@ extension PostgresRegistryStore {
                 value = try await PostgresRetry(retryingUniqueViolations: true).run {
                     try await pool.withConnection { connection -> T? in
                         try connection.transaction(isolation: .repeatableRead, holding: hold,
-                                                   opening: Self.announcedKeyQuery) { connection, held, opened in
+                                                   opening: opening) { connection, held, opened in
                             guard try user == nil || held?.bool(0, 1) == true else { return nil }
-                            let announced = try opened.flatMap { $0.rowCount == 1 ? try $0.bytes(0, 0)?.first : nil }
+                            let announced = opened[0].rowCount == 1 ? try opened[0].bytes(0, 0)?.first : nil
                             let vault = keys.forWriting(announced: announced) { ring in
                                 try PostgresMeta.verifySealingKeys(ring, connection)
                             }
-                            return try body(PostgresRecordWriter(connection: connection, vault: vault, apps: apps, now: clock.now()))
+                            let writer = PostgresRecordWriter(connection: connection, vault: vault, apps: apps, now: clock.now())
+                            if let record { writer.cache.readAhead(record, opened[1]) }
+                            return try body(writer)
                         }
                     }
                 }

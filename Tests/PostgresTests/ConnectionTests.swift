@@ -80,6 +80,17 @@ struct ConnectionTests {
         #expect { try result.int64(0, 0) } throws: { ($0 as? PostgresError)?.kind == .decoding }
         #expect { try result.bytes(0, 0) } throws: { ($0 as? PostgresError)?.kind == .decoding }
         #expect { try result.bool(0, 1) } throws: { ($0 as? PostgresError)?.kind == .decoding }
+        let edges = try connection.query("""
+            SELECT '-', '+7', '9223372036854775808', '-9223372036854775809', '1 ', '\\x0g', '\\xABcd', 'é'
+            """)
+        for column in [0, 3, 4] {
+            #expect { try edges.int64(0, column) } throws: { ($0 as? PostgresError)?.kind == .decoding }
+        }
+        #expect(try edges.int64(0, 1) == 7)
+        #expect { try edges.int64(0, 2) } throws: { ($0 as? PostgresError)?.kind == .decoding }
+        #expect { try edges.bytes(0, 5) } throws: { ($0 as? PostgresError)?.kind == .decoding }
+        #expect(try edges.bytes(0, 6) == [0xab, 0xcd])
+        #expect(try edges.string(0, 7) == "é")
     }
 
     @Test func aUniqueViolationCarriesSQLState23505AndTheConstraint() throws {

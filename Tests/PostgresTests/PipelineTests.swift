@@ -168,14 +168,14 @@ struct PipelineTests {
         let key = PostgresConnection.advisoryKey(TestServer.uniqueName("held"))
         let watcher = try TestServer.connect()
         let seen = try connection.transaction(isolation: .repeatableRead, holding: lockHold(key),
-                                              opening: PostgresStatement("SELECT v FROM \(table) WHERE k = 1")) {
+                                              opening: [PostgresStatement("SELECT v FROM \(table) WHERE k = 1")]) {
             connection, held, opened in
             #expect(try held?.bool(0, 0) == true)
             #expect(try watcher.tryAdvisoryLock(key) == false, "held during the transaction")
             // The snapshot was taken by the opening statement: a commit after it is not seen.
             try watcher.query("UPDATE \(table) SET v = 9 WHERE k = 1")
             try connection.queryLater("UPDATE \(table) SET v = v + 1 WHERE k = 2")
-            return (try opened?.int64(0, 0), try connection.query("SELECT v FROM \(table) WHERE k = 1").int64(0, 0))
+            return (try opened.first?.int64(0, 0), try connection.query("SELECT v FROM \(table) WHERE k = 1").int64(0, 0))
         }
         #expect(seen.0 == 0 && seen.1 == 0)
         #expect(try values(connection, table) == [9, 1])
@@ -189,7 +189,7 @@ struct PipelineTests {
         let table = try makeTable(connection, "heldthrow")
         let key = PostgresConnection.advisoryKey(TestServer.uniqueName("heldthrow"))
         #expect(throws: Refused.self) {
-            try connection.transaction(isolation: .repeatableRead, holding: lockHold(key), opening: nil) { connection, _, _ in
+            try connection.transaction(isolation: .repeatableRead, holding: lockHold(key), opening: []) { connection, _, _ in
                 try connection.queryLater("UPDATE \(table) SET v = 1")
                 throw Refused()
             }
@@ -203,7 +203,7 @@ struct PipelineTests {
         let connection = try TestServer.connect()
         let table = try makeTable(connection, "heldrefused")
         let key = PostgresConnection.advisoryKey(TestServer.uniqueName("heldrefused"))
-        #expect { try connection.transaction(isolation: .repeatableRead, holding: lockHold(key), opening: nil) { connection, _, _ in
+        #expect { try connection.transaction(isolation: .repeatableRead, holding: lockHold(key), opening: []) { connection, _, _ in
             try connection.queryLater("UPDATE \(table) SET v = 1 WHERE k = 1")
             try connection.queryLater("INSERT INTO \(table) VALUES ($1, 0)", [2])
         } } throws: { ($0 as? PostgresError)?.isUniqueViolation() == true }
@@ -213,11 +213,29 @@ struct PipelineTests {
         #expect(connection.transactionStatus == .idle)
     }
 
+    @Test func aCommitTheServerRefusesRollsBackAndReleases() throws {
+        let connection = try TestServer.connect()
+        let table = TestServer.uniqueName("heldcommit")
+        try connection.query("""
+            CREATE TABLE \(table) (k int8 CONSTRAINT \(table)_k UNIQUE DEFERRABLE INITIALLY DEFERRED)
+            """)
+        defer { _ = try? connection.query("DROP TABLE \(table)") }
+        let key = PostgresConnection.advisoryKey(TestServer.uniqueName("heldcommit"))
+        // The duplicate is refused by COMMIT itself, which the release follows in the same round trip.
+        #expect { try connection.transaction(isolation: .repeatableRead, holding: lockHold(key), opening: []) { connection, _, _ in
+            try connection.queryLater("INSERT INTO \(table) VALUES (1), (1)")
+        } } throws: { ($0 as? PostgresError)?.isUniqueViolation() == true }
+        #expect(try connection.query("SELECT count(*) FROM \(table)").int64(0, 0) == 0)
+        #expect(try TestServer.connect().tryAdvisoryLock(key) == true, "released after the refused COMMIT")
+        #expect(!connection.isBroken)
+        #expect(connection.transactionStatus == .idle)
+    }
+
     @Test func aReleaseThatDoesNotAnswerTrueClosesTheConnectionAfterTheCommit() throws {
         let connection = try TestServer.connect()
         let table = try makeTable(connection, "heldfalse")
         let hold = PostgresSessionHold(take: PostgresStatement("SELECT 1"), release: { _ in PostgresStatement("SELECT false") })
-        try connection.transaction(isolation: .readCommitted, holding: hold, opening: nil) { connection, _, _ in
+        try connection.transaction(isolation: .readCommitted, holding: hold, opening: []) { connection, _, _ in
             try connection.queryLater("UPDATE \(table) SET v = 1 WHERE k = 1")
         }
         #expect(connection.isBroken, "closed: what the hold took goes with the session")
@@ -230,7 +248,7 @@ struct PipelineTests {
         let key = PostgresConnection.advisoryKey(TestServer.uniqueName("heldlost"))
         // The server answers the queued write with its FATAL and ends the
         // session: COMMIT, after it in the same round trip, never ran.
-        #expect { try connection.transaction(isolation: .repeatableRead, holding: lockHold(key), opening: nil) { connection, _, _ in
+        #expect { try connection.transaction(isolation: .repeatableRead, holding: lockHold(key), opening: []) { connection, _, _ in
             try connection.queryLater("UPDATE \(table) SET v = 1 WHERE k = 1")
             try TestServer.terminate(connection.backendPID)
         } } throws: { error in

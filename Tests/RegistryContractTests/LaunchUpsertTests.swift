@@ -119,6 +119,40 @@ struct LaunchUpsertTests {
         #expect(try await f.store.device(userId: "bob", deviceId: "d1") == nil)
     }
 
+    /// The record a write answers with is the one stored: its tokens of
+    /// every kind and its activity count, whatever the write changed.
+    @Test func everyAnswerIsTheStoredRecord() async throws {
+        let f = try makeStore(); defer { f.close() }
+        func expectStored(_ answered: DeviceRecord, _ step: String) async throws {
+            #expect(try await f.store.device(userId: "alice", deviceId: "d1") == answered, "\(step)")
+        }
+        try await expectStored(try await f.store.register("alice", "d1", token: 1).device, "created")
+        try await expectStored(try await f.store.registerPushToStart("alice", "d1", token: 2), "push-to-start added")
+        try await f.store.registerActivity("a1", "alice", "d1", token: 3)
+        try await f.store.registerActivity("a2", "alice", "d1", token: 4)
+        f.clock.advance(seconds: 1)
+        let refreshed = try await f.store.register("alice", "d1", token: 1).device
+        #expect(refreshed.activityCount == 2 && refreshed.pushToStartToken?.token == apnsToken(2))
+        try await expectStored(refreshed, "same token")
+        f.clock.advance(seconds: 1)
+        try await expectStored(try await f.store.register("alice", "d1", token: 5).device, "token rotated")
+        f.clock.advance(seconds: 1)
+        try await expectStored(try await f.store.registerDevice(DeviceRegistration(
+            userId: "alice", deviceId: "d1", environment: .sandbox)).device, "environment changed, token kept")
+        f.clock.advance(seconds: 1)
+        try await expectStored(try await f.store.registerPushToStart("alice", "d1", token: 6), "push-to-start rotated")
+        try await expectStored(try await f.store.registerPushToStart("alice", "d1", token: 6), "push-to-start again")
+        try await f.store.removeActivityToken(activityId: "a1", userId: "alice", appId: "default", deviceId: "d1")
+        try await expectStored(try await f.store.register("alice", "d1", token: 5, sequence: 3).device, "one activity left")
+        try await expectStored(try await f.store.register("alice", "d1", token: 5, sequence: 3).device, "replayed")
+        // Another device takes d1's push token: d1 goes; d2's answer is its own stored record.
+        let d2 = try await f.store.register("alice", "d2", token: 5).device
+        #expect(try await f.store.device(userId: "alice", deviceId: "d2") == d2)
+        #expect(try await f.store.device(userId: "alice", deviceId: "d1") == nil)
+        let removed = try await f.store.registerDevice(DeviceRegistration(userId: "alice", deviceId: "d2", pushToken: .remove))
+        #expect(try await f.store.device(userId: "alice", deviceId: "d2") == removed.device)
+    }
+
     @Test func identifiersOfAnyBytesAndMaximumLengthWork() async throws {
         let f = try makeStore(); defer { f.close() }
         let long = String(repeating: "é", count: 64)

@@ -37,11 +37,19 @@ package struct TokenSlot: Hashable, Sendable {
     }
 
     /// The slot of `holder`'s token of `kind`.
+    /// Built in one buffer: a lookup makes one per token it opens.
     package init(_ kind: TokenKind, _ holder: TokenHolder) {
         let id = holder.id
-        switch kind {
-        case .push, .pushToStart: self.init(kind, key: LengthPrefixed.encode([id.user, id.app, id.device]))
-        case .activity: self.init(kind, key: LengthPrefixed.encode([holder.activityId ?? "", id.user, id.app, id.device]))
-        }
+        let activity = kind == .activity ? holder.activityId ?? "" : nil
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(7 + id.user.utf8.count + id.app.utf8.count + id.device.utf8.count
+                              + (activity.map { 2 + $0.utf8.count } ?? 0))
+        bytes.append(kind.rawValue)
+        if let activity { LengthPrefixed.append(activity, to: &bytes) }
+        LengthPrefixed.append(id.user, to: &bytes)
+        LengthPrefixed.append(id.app, to: &bytes)
+        LengthPrefixed.append(id.device, to: &bytes)
+        self.kind = kind
+        self.bytes = bytes
     }
 }

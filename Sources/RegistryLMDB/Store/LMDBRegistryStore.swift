@@ -228,8 +228,10 @@ public final class LMDBRegistryStore: RuleStore, RegistryReads, Service {
     package var limits: RegistryLimits { configuration.limits }
 
     /// Runs `body` as one command of the next group commit (every write
-    /// runs on the one writer thread, so `user` orders nothing here).
-    package func writing<T: Sendable>(user: String? = nil, _ body: @escaping @Sendable (RecordWriter) throws -> T) async throws -> T {
+    /// runs on the one writer thread, so `user` orders nothing here, and a
+    /// read is no round trip, so `record` is not read ahead).
+    package func writing<T: Sendable>(user: String? = nil, reading record: RecordID? = nil,
+                                      _ body: @escaping @Sendable (RecordWriter) throws -> T) async throws -> T {
         let schema = self.schema, keys = self.sealingKeys, apps = self.apps
         let clock = configuration.clock
         do {

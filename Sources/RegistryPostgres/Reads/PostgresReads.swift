@@ -16,16 +16,7 @@ struct PostgresReads: RegistryReads {
     /// `keyOrder` orders by (user, app, device) instead (export pages), with `limit` rows at most.
     func records(where condition: String, _ parameters: [PostgresValue?], keyOrder: Bool = false,
                  limit: Int? = nil) throws -> [DeviceRecord] {
-        let r = try connection.query("""
-            SELECT d.user_id, d.app_id, d.device_id, \(PostgresRows.deviceColumns(of: "d")),
-                p.sealed, p.environment, p.updated_at, s.sealed, s.environment, s.updated_at,
-                (SELECT count(*) FROM registry_tokens a
-                 WHERE a.user_id = d.user_id AND a.app_id = d.app_id AND a.device_id = d.device_id AND a.kind = 3)
-            FROM registry_devices d
-            LEFT JOIN registry_tokens p ON p.user_id = d.user_id AND p.app_id = d.app_id AND p.device_id = d.device_id
-                AND p.kind = 1 AND p.activity_id = ''
-            LEFT JOIN registry_tokens s ON s.user_id = d.user_id AND s.app_id = d.app_id AND s.device_id = d.device_id
-                AND s.kind = 2 AND s.activity_id = ''
+        let r = try connection.query(Self.recordsSelect + """
             WHERE \(condition)
             ORDER BY \(keyOrder ? "d.user_id, d.app_id, d.device_id" : "d.user_id, d.last_seen_at DESC, d.app_id, d.device_id")
             \(limit.map { "LIMIT \($0)" } ?? "")
@@ -42,6 +33,21 @@ struct PostgresReads: RegistryReads {
         }
         return records
     }
+
+    /// `records`' statement up to its condition, built once (a lookup
+    /// built the column list anew each time).
+    private static let recordsSelect = """
+        SELECT d.user_id, d.app_id, d.device_id, \(PostgresRows.deviceColumns(of: "d")),
+            p.sealed, p.environment, p.updated_at, s.sealed, s.environment, s.updated_at,
+            (SELECT count(*) FROM registry_tokens a
+             WHERE a.user_id = d.user_id AND a.app_id = d.app_id AND a.device_id = d.device_id AND a.kind = 3)
+        FROM registry_devices d
+        LEFT JOIN registry_tokens p ON p.user_id = d.user_id AND p.app_id = d.app_id AND p.device_id = d.device_id
+            AND p.kind = 1 AND p.activity_id = ''
+        LEFT JOIN registry_tokens s ON s.user_id = d.user_id AND s.app_id = d.app_id AND s.device_id = d.device_id
+            AND s.kind = 2 AND s.activity_id = ''
+
+        """
 
     func device(userId: String, appId: String, deviceId: String) throws -> DeviceRecord? {
         try records(where: "d.user_id = $1 AND d.app_id = $2 AND d.device_id = $3",

@@ -48,24 +48,47 @@ package struct PostgresRecordWriter: RecordTransaction {
         try apps.exists(appId, connection) ? RecordID(user: user, app: appId, device: device) : nil
     }
 
-    /// The device, with its tombstone and push token in the same statement:
-    /// every registration reads all three (the sequence rules, then the
-    /// token), so they are remembered for the transaction (`RecordCache`).
+    /// The device, with its tombstone, its device-level tokens and its
+    /// activity count in the same statement (`deviceRead`): every
+    /// registration reads the device, its tombstone and the token it
+    /// registers, and answers with the record, so all of it is remembered
+    /// for the transaction (`RecordCache`). The first read of the record a
+    /// write named (`writing(user:reading:)`) went with the transaction's
+    /// first round trip: it is taken from there, unless the transaction
+    /// wrote something of the record since.
     package func device(_ id: RecordID) throws -> DeviceValue? {
-        let r = try connection.query("""
-            SELECT \(PostgresRows.deviceColumns(of: "d")), t.sequence, t.deleted_at, p.sealed, p.environment, p.updated_at
-            FROM (SELECT 1) AS one
-            LEFT JOIN registry_devices d ON d.user_id = $1 AND d.app_id = $2 AND d.device_id = $3
-            LEFT JOIN registry_tombstones t ON t.user_id = $1 AND t.app_id = $2 AND t.device_id = $3
-            LEFT JOIN registry_tokens p ON p.user_id = $1 AND p.app_id = $2 AND p.device_id = $3
-                AND p.kind = 1 AND p.activity_id = ''
-            """, Self.key(id))
+        let r = try cache.takeReadAhead(id) ?? connection.queries([Self.deviceRead(id)])[0]
         let tombstone = r.isNull(0, 7) ? nil : TombstoneValue(sequence: try PostgresRows.sequence(r, 0, 7) ?? 0,
                                                                deletedAt: Timestamp(milliseconds: try r.int64(0, 8) ?? 0))
-        let push = r.isNull(0, 9) ? nil : try PostgresRows.token(r, 0, from: 9, .push, of: TokenHolder(id: id, activityId: nil), vault)
-        cache.remember(id, tombstone: tombstone, push: push)
+        let holder = TokenHolder(id: id, activityId: nil)
+        let push = r.isNull(0, 9) ? nil : try PostgresRows.token(r, 0, from: 9, .push, of: holder, vault)
+        let pushToStart = r.isNull(0, 12) ? nil : try PostgresRows.token(r, 0, from: 12, .pushToStart, of: holder, vault)
+        cache.remember(id, tombstone: tombstone,
+                       tokens: RecordCache.Tokens(push: push, pushToStart: pushToStart,
+                                                  activityCount: Int(try r.int64(0, 15) ?? 0)))
         return r.isNull(0, 0) ? nil : try PostgresRows.deviceValue(r, 0, from: 0)
     }
+
+    /// `device`'s statement: columns 0–6 the device, 7–8 the tombstone,
+    /// 9–11 and 12–14 the push and push-to-start tokens, 15 the activity
+    /// count; one row, NULLs for what is absent.
+    static func deviceRead(_ id: RecordID) -> PostgresStatement {
+        PostgresStatement(deviceReadSQL, key(id))
+    }
+
+    private static let deviceReadSQL = """
+        SELECT \(PostgresRows.deviceColumns(of: "d")), t.sequence, t.deleted_at, p.sealed, p.environment, p.updated_at,
+               s.sealed, s.environment, s.updated_at,
+               (SELECT count(*) FROM registry_tokens a WHERE a.user_id = $1 AND a.app_id = $2 AND a.device_id = $3
+                    AND a.kind = 3)
+        FROM (SELECT 1) AS one
+        LEFT JOIN registry_devices d ON d.user_id = $1 AND d.app_id = $2 AND d.device_id = $3
+        LEFT JOIN registry_tombstones t ON t.user_id = $1 AND t.app_id = $2 AND t.device_id = $3
+        LEFT JOIN registry_tokens p ON p.user_id = $1 AND p.app_id = $2 AND p.device_id = $3
+            AND p.kind = 1 AND p.activity_id = ''
+        LEFT JOIN registry_tokens s ON s.user_id = $1 AND s.app_id = $2 AND s.device_id = $3
+            AND s.kind = 2 AND s.activity_id = ''
+        """
 
     package func tombstone(_ id: RecordID) throws -> TombstoneValue? {
         if let cached = cache.tombstone(id) { return cached }
@@ -77,18 +100,19 @@ package struct PostgresRecordWriter: RecordTransaction {
     }
 
     package func token(_ kind: TokenKind, of holder: TokenHolder) throws -> TokenValue? {
-        if kind == .push, let cached = cache.push(holder.id) { return cached }
+        if holder.activityId == nil, let cached = cache.token(kind, holder.id) { return cached }
         let r = try connection.query("SELECT sealed, environment, updated_at FROM registry_tokens WHERE \(Self.holderMatch)",
                                      Self.key(kind, holder))
         return r.rowCount == 0 ? nil : try PostgresRows.token(r, 0, from: 0, kind, of: holder, vault)
     }
 
-    /// A push token this transaction read with its device (`device`) is
-    /// that record's: `owner_key` is unique and a function of the token and
-    /// kind alone, so no other row can hold it (a launch's re-registration
-    /// asks exactly this, at no round trip). Otherwise read by `owner_key`.
+    /// A device-level token this transaction read with its device
+    /// (`device`) or wrote is that record's: `owner_key` is unique and a
+    /// function of the token and kind alone, so no other row can hold it (a
+    /// launch's re-registration asks exactly this, at no round trip).
+    /// Otherwise read by `owner_key`.
     package func owner(of token: String, _ kind: TokenKind) throws -> TokenHolder? {
-        if kind == .push, let id = cache.holder(ofPush: token) { return TokenHolder(id: id, activityId: nil) }
+        if let id = cache.holder(of: token, kind) { return TokenHolder(id: id, activityId: nil) }
         let r = try connection.query("""
             SELECT user_id, app_id, device_id, activity_id, sealed FROM registry_tokens WHERE owner_key = $1
             """, [.bytea(vault.ownerKey(token, kind))])
@@ -114,8 +138,15 @@ package struct PostgresRecordWriter: RecordTransaction {
         return try (0..<r.rowCount).map { try r.string($0, 0) ?? "" }
     }
 
-    /// The device-level tokens and the activity count, in one statement.
+    /// The device-level tokens and the activity count: as this transaction
+    /// read them with the device and wrote them since (`RecordCache`), or
+    /// in one statement.
     package func join(_ id: RecordID, _ value: DeviceValue) throws -> DeviceRecord {
+        if let tokens = cache.tokens(id) {
+            var value = value
+            value.activityCount = tokens.activityCount
+            return PostgresRows.record(id, value, push: tokens.push, pushToStart: tokens.pushToStart)
+        }
         let r = try connection.query("""
             SELECT kind, sealed, environment, updated_at FROM registry_tokens
             WHERE \(Self.recordMatch) AND kind IN (1, 2)
@@ -137,6 +168,7 @@ package struct PostgresRecordWriter: RecordTransaction {
     // MARK: Devices
 
     package func save(_ id: RecordID, _ value: DeviceValue, previous: DeviceValue?) throws {
+        cache.wroteDevice(id)
         try connection.queryLater("""
             INSERT INTO registry_devices (user_id, app_id, device_id, \(PostgresRows.deviceColumns))
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -197,7 +229,8 @@ package struct PostgresRecordWriter: RecordTransaction {
     /// `registered` or `rotated` event.
     private func put(_ kind: TokenKind, _ holder: TokenHolder, _ value: TokenValue) throws {
         let old = try token(kind, of: holder)
-        if kind == .push { cache.forget(holder.id) }
+        // What the row holds once this write runs; an activity token changes the count.
+        if kind == .activity { cache.forget(holder.id) } else { cache.wrote(kind, holder.id, value) }
         if let old, old.token.utf8.elementsEqual(value.token.utf8) {
             try connection.queryLater("""
                 UPDATE registry_tokens SET environment = $6, updated_at = $7 WHERE \(Self.holderMatch)
@@ -218,7 +251,7 @@ package struct PostgresRecordWriter: RecordTransaction {
     }
 
     package func setTokenEnvironment(_ kind: TokenKind, of holder: TokenHolder, _ environment: APNsEnvironment) throws {
-        if kind == .push { cache.forget(holder.id) }
+        cache.forget(holder.id)
         try connection.queryLater("UPDATE registry_tokens SET environment = $6 WHERE \(Self.holderMatch)",
                              Self.key(kind, holder) + [.text(environment.rawValue)])
     }
@@ -237,7 +270,7 @@ package struct PostgresRecordWriter: RecordTransaction {
 
     private func remove(_ kind: TokenKind, _ holder: TokenHolder, reason: HistoryEvent.Reason,
                         feedback: FeedbackReason?) throws -> Bool {
-        if kind == .push { cache.forget(holder.id) }
+        cache.forget(holder.id)
         let r = try connection.query("DELETE FROM registry_tokens WHERE \(Self.holderMatch) RETURNING sealed",
                                      Self.key(kind, holder))
         guard r.rowCount == 1, let sealed = try r.bytes(0, 0) else { return false }
@@ -347,34 +380,92 @@ package struct PostgresRecordWriter: RecordTransaction {
     }
 }
 
-/// What one write transaction read beside a device (its tombstone and push
-/// token; `nil` inside means "read: there is none"), so the rules' next
-/// reads of them, and of the push token's owner, cost no round trip. Every
-/// write of those rows forgets the record's entry first; the cache lives as
-/// long as its transaction (a retry starts with a new writer).
+/// What one write transaction read with a device (its tombstone, its
+/// device-level tokens and activity count; `nil` inside means "read: there
+/// is none"), kept as this transaction's writes change it, so the rules'
+/// next reads of them, of a device-level token's owner and of the record's
+/// join cost no round trip. A write the cache cannot follow (an activity
+/// token, an environment set, a removal, a deletion, a tombstone) forgets
+/// the record's entry first. It also holds the read sent ahead with the
+/// transaction's first round trip until `device` takes it; any write of
+/// that record before then drops it. The cache lives as long as its
+/// transaction (a retry starts with a new writer).
 package final class RecordCache {
-    private var tombstones: [[UInt8]: TombstoneValue?] = [:]
-    private var pushTokens: [[UInt8]: (id: RecordID, token: TokenValue?)] = [:]
+    /// A record's device-level tokens and activity count.
+    package struct Tokens {
+        var push: TokenValue?
+        var pushToStart: TokenValue?
+        var activityCount: Int
+    }
 
-    package func remember(_ id: RecordID, tombstone: TombstoneValue?, push: TokenValue?) {
+    private var tombstones: [[UInt8]: TombstoneValue?] = [:]
+    private var tokens: [[UInt8]: (id: RecordID, tokens: Tokens)] = [:]
+    private var readAhead: (id: RecordID, result: PostgresResult)?
+
+    /// Holds `result`, `PostgresRecordWriter.deviceRead(id)` answered in
+    /// the transaction's first round trip, for the first `device(id)`.
+    package func readAhead(_ id: RecordID, _ result: PostgresResult) { readAhead = (id, result) }
+
+    /// The read sent ahead for `id`, once; `nil` when none is held for it.
+    func takeReadAhead(_ id: RecordID) -> PostgresResult? {
+        guard let held = readAhead, held.id.sameBytes(id) else { return nil }
+        readAhead = nil
+        return held.result
+    }
+
+    func remember(_ id: RecordID, tombstone: TombstoneValue?, tokens: Tokens) {
         tombstones[id.identity] = .some(tombstone)
-        pushTokens[id.identity] = (id, push)
+        self.tokens[id.identity] = (id, tokens)
     }
 
     /// `.some(nil)`: known to be absent; `nil`: not known.
-    package func tombstone(_ id: RecordID) -> TombstoneValue?? { tombstones[id.identity] }
+    func tombstone(_ id: RecordID) -> TombstoneValue?? { tombstones[id.identity] }
 
-    package func push(_ id: RecordID) -> TokenValue?? { pushTokens[id.identity].map(\.token) }
-
-    /// The record whose remembered push token is exactly `token`, if any.
-    package func holder(ofPush token: String) -> RecordID? {
-        pushTokens.values.first { $0.token?.token.utf8.elementsEqual(token.utf8) == true }?.id
+    /// The record's device-level token of `kind` (push or push-to-start),
+    /// as `tombstone` answers.
+    func token(_ kind: TokenKind, _ id: RecordID) -> TokenValue?? {
+        guard let entry = tokens[id.identity] else { return nil }
+        switch kind {
+        case .push: return .some(entry.tokens.push)
+        case .pushToStart: return .some(entry.tokens.pushToStart)
+        case .activity: return nil
+        }
     }
 
-    package func forget(_ id: RecordID) {
+    /// The record whose known device-level token of `kind` is exactly `token`, if any.
+    func holder(of token: String, _ kind: TokenKind) -> RecordID? {
+        guard kind != .activity else { return nil }
+        return tokens.values.first { entry in
+            (kind == .push ? entry.tokens.push : entry.tokens.pushToStart)?.token.utf8.elementsEqual(token.utf8) == true
+        }?.id
+    }
+
+    /// The record's tokens and activity count, when known.
+    func tokens(_ id: RecordID) -> Tokens? { tokens[id.identity]?.tokens }
+
+    /// The record's device-level token of `kind` is now `value`.
+    func wrote(_ kind: TokenKind, _ id: RecordID, _ value: TokenValue) {
+        wroteDevice(id)
+        switch kind {
+        case .push: tokens[id.identity]?.tokens.push = value
+        case .pushToStart: tokens[id.identity]?.tokens.pushToStart = value
+        case .activity: forget(id)
+        }
+    }
+
+    /// The record's device row was written: a read held for it is stale.
+    func wroteDevice(_ id: RecordID) {
+        if readAhead?.id.sameBytes(id) == true { readAhead = nil }
+    }
+
+    func forget(_ id: RecordID) {
+        wroteDevice(id)
         tombstones[id.identity] = nil
-        pushTokens[id.identity] = nil
+        tokens[id.identity] = nil
     }
 
-    package func forgetTombstones() { tombstones.removeAll() }
+    func forgetTombstones() {
+        readAhead = nil
+        tombstones.removeAll()
+    }
 }
