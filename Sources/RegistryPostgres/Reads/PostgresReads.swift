@@ -1,3 +1,4 @@
+import Codecs
 import RegistryCore
 import Postgres
 
@@ -71,7 +72,7 @@ struct PostgresReads: RegistryReads {
         }
         var grouped: [UserDevices] = []
         for record in try records(where: condition, parameters) {
-            if let last = grouped.last, last.userId.utf8.elementsEqual(record.userId.utf8) {
+            if let last = grouped.last, last.userId.hasSameBytes(as: record.userId) {
                 grouped[grouped.count - 1].devices.append(record)
             } else {
                 grouped.append(UserDevices(userId: record.userId, devices: [record]))

@@ -1,3 +1,4 @@
+import Codecs
 import RegistryCore
 import Postgres
 
@@ -118,7 +119,7 @@ package struct PostgresRecordWriter: RecordTransaction {
             """, [.bytea(vault.ownerKey(token, kind))])
         guard r.rowCount == 1, let sealed = try r.bytes(0, 4) else { return nil }
         let owner = try PostgresRows.holder(r, 0, from: 0, activity: kind == .activity ? 3 : nil)
-        return try vault.open(sealed, in: TokenSlot(kind, owner)).utf8.elementsEqual(token.utf8) ? owner : nil
+        return try vault.open(sealed, in: TokenSlot(kind, owner)).hasSameBytes(as: token) ? owner : nil
     }
 
     package func deviceValues(of user: String, app: String) throws -> [(RecordID, DeviceValue)] {
@@ -231,7 +232,7 @@ package struct PostgresRecordWriter: RecordTransaction {
         let old = try token(kind, of: holder)
         // What the row holds once this write runs; an activity token changes the count.
         if kind == .activity { cache.forget(holder.id) } else { cache.wrote(kind, holder.id, value) }
-        if let old, old.token.utf8.elementsEqual(value.token.utf8) {
+        if let old, old.token.hasSameBytes(as: value.token) {
             try connection.queryLater("""
                 UPDATE registry_tokens SET environment = $6, updated_at = $7 WHERE \(Self.holderMatch)
                 """, Self.key(kind, holder) + [.text(value.environment.rawValue), .int64(value.updatedAt.milliseconds)])
@@ -436,7 +437,7 @@ package final class RecordCache {
     func holder(of token: String, _ kind: TokenKind) -> RecordID? {
         guard kind != .activity else { return nil }
         return tokens.values.first { entry in
-            (kind == .push ? entry.tokens.push : entry.tokens.pushToStart)?.token.utf8.elementsEqual(token.utf8) == true
+            (kind == .push ? entry.tokens.push : entry.tokens.pushToStart)?.token.hasSameBytes(as: token) == true
         }?.id
     }
 
