@@ -1,0 +1,132 @@
+import Foundation
+import RegistryCore
+import RegistryLMDB
+import Synchronization
+
+/// `registry-bench sweep-pages --dir DIR [--sample-every N]`: runs one sweep
+/// over an LMDB environment no one else has open (a copy of a data set
+/// `registry-bench load --expire-every 2` wrote) and counts what its commits
+/// write, independent of the machine's speed: every write of the process is
+/// LMDB's (its dirty pages, then part of a meta page), so the growth of
+/// `wchar` in `/proc/self/io` across a step is its commit's bytes. Every
+/// `N`th step (default 50) the file's trees are walked before and after
+/// (`PageWalk`), which names the databases the step's pages belong to.
+/// The step's time budget is lifted (steps of `sweepBatchSize` expiry
+/// entries each), so the steps, like the counts, do not depend on the
+/// machine or the build.
+///
+/// Prints one line per figure: steps, devices deleted, pages per deleted
+/// device, pages per step (mean, p50, p99, max) for the steps that deleted
+/// devices and for the others, and the sampled steps' pages by database.
+struct SweepPagesOptions {
+    var directory = ""
+    var sampleEvery = 50
+
+    static let usage = "usage: registry-bench sweep-pages --dir DIR [--sample-every N]"
+
+    init?(_ arguments: [String]) {
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst() else { return nil }
+            switch flag {
+            case "--dir": directory = value
+            case "--sample-every": guard let n = Int(value), n > 0 else { return nil }; sampleEvery = n
+            default: return nil
+            }
+        }
+        guard !directory.isEmpty else { return nil }
+    }
+}
+
+enum SweepPages {
+    /// What the steps wrote, gathered by the sweep's step callback.
+    private struct Tally {
+        var lastWchar = 0
+        var steps: [(devices: Int, bytes: Int)] = []
+        var before: PageWalk?
+        var sampled = 0
+        var sampledDevices = 0
+        var byTree: [String: Int] = [:]
+        var failure: String?
+    }
+
+    static func run(_ options: SweepPagesOptions) async {
+        let file = options.directory + "/data.mdb"
+        let tally = Mutex(Tally())
+        do {
+            tally.withLock { $0.lastWchar = wchar() }
+            var configuration = LMDBRegistryStore.Configuration(
+                directory: options.directory, tokenKeys: try BenchKeys.ring(forEnvironment: options.directory))
+            configuration.sweepStepBudget = .seconds(60)
+            configuration.onSweepBatch = { report in
+                tally.withLock { t in
+                    let now = wchar()
+                    t.steps.append((report.counts.devices, now - t.lastWchar))
+                    do {
+                        if let before = t.before {
+                            for (tree, pages) in PageWalk.written(before: before, after: try PageWalk(file: file)) {
+                                t.byTree[tree, default: 0] += pages
+                            }
+                            t.sampled += 1
+                            t.sampledDevices += report.counts.devices
+                            t.before = nil
+                        }
+                        if (t.steps.count + 1) % options.sampleEvery == 0 { t.before = try PageWalk(file: file) }
+                    } catch {
+                        t.failure = "\(error)"
+                    }
+                    t.lastWchar = wchar()
+                }
+            }
+            let store = try LMDBRegistryStore(configuration: configuration)
+            tally.withLock { $0.lastWchar = wchar() }
+            let started = ContinuousClock.now
+            let counts = try await store.sweep(dryRun: false)
+            let seconds = (ContinuousClock.now - started).inSeconds
+            store.shutdown()
+            let t = tally.withLock { $0 }
+            if let failure = t.failure { throw SweepPagesError(detail: failure) }
+            report(t, counts: counts, seconds: seconds)
+        } catch {
+            FileHandle.standardError.write(Data("registry-bench sweep-pages failed: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    private struct SweepPagesError: Error { let detail: String }
+
+    private static func report(_ t: Tally, counts: SweepCounts, seconds: Double) {
+        let page = 4096.0
+        let deleting = t.steps.filter { $0.devices > 0 }.map { Double($0.bytes) / page }
+        let others = t.steps.filter { $0.devices == 0 }.map { Double($0.bytes) / page }
+        let total = t.steps.reduce(0) { $0 + $1.bytes }
+        print("sweep: \(counts.devices) devices, \(counts.pushToStartTokens) push-to-start and \(counts.activityTokens)"
+              + " activity tokens, \(t.steps.count) steps, " + String(format: "%.1f s", seconds))
+        print(String(format: "written: %.0f pages, %.2f pages per deleted device", Double(total) / page,
+                     Double(total) / page / Double(max(1, counts.devices))))
+        print("pages per step, steps that deleted devices: " + summary(deleting))
+        print("pages per step, other steps: " + summary(others))
+        guard t.sampled > 0 else { return }
+        let trees = t.byTree.sorted { $0.value > $1.value }
+            .map { String(format: "%@ %.1f", $0.key, Double($0.value) / Double(t.sampled)) }
+        print("sampled \(t.sampled) steps (\(t.sampledDevices) devices), pages per step by tree: "
+              + trees.joined(separator: ", "))
+    }
+
+    private static func summary(_ values: [Double]) -> String {
+        guard !values.isEmpty else { return "none" }
+        let sorted = values.sorted()
+        func at(_ q: Double) -> Double { sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))] }
+        return String(format: "%d steps, mean %.1f, p50 %.0f, p99 %.0f, max %.0f", values.count,
+                      values.reduce(0, +) / Double(values.count), at(0.5), at(0.99), sorted.last ?? 0)
+    }
+
+    /// Bytes this process has passed to write calls (`wchar` of `/proc/self/io`).
+    private static func wchar() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix("wchar:") {
+            return Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces)) ?? 0
+        }
+        return 0
+    }
+}
