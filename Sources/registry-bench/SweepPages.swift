@@ -44,9 +44,10 @@ enum SweepPages {
         var lastWchar = 0
         var steps: [(devices: Int, bytes: Int)] = []
         var before: PageWalk?
-        var sampled = 0
+        /// Sampled steps that deleted devices, and the others (the owner cleanup's).
+        var sampled = [0, 0]
         var sampledDevices = 0
-        var byTree: [String: Int] = [:]
+        var byTree: [[String: Int]] = [[:], [:]]
         var failure: String?
     }
 
@@ -64,10 +65,11 @@ enum SweepPages {
                     t.steps.append((report.counts.devices, now - t.lastWchar))
                     do {
                         if let before = t.before {
+                            let kind = report.counts.devices > 0 ? 0 : 1
                             for (tree, pages) in PageWalk.written(before: before, after: try PageWalk(file: file)) {
-                                t.byTree[tree, default: 0] += pages
+                                t.byTree[kind][tree, default: 0] += pages
                             }
-                            t.sampled += 1
+                            t.sampled[kind] += 1
                             t.sampledDevices += report.counts.devices
                             t.before = nil
                         }
@@ -106,11 +108,12 @@ enum SweepPages {
                      Double(total) / page / Double(max(1, counts.devices))))
         print("pages per step, steps that deleted devices: " + summary(deleting))
         print("pages per step, other steps: " + summary(others))
-        guard t.sampled > 0 else { return }
-        let trees = t.byTree.sorted { $0.value > $1.value }
-            .map { String(format: "%@ %.1f", $0.key, Double($0.value) / Double(t.sampled)) }
-        print("sampled \(t.sampled) steps (\(t.sampledDevices) devices), pages per step by tree: "
-              + trees.joined(separator: ", "))
+        for (kind, what) in [(0, "steps that deleted devices (\(t.sampledDevices) devices)"), (1, "other steps")]
+        where t.sampled[kind] > 0 {
+            let trees = t.byTree[kind].sorted { $0.value > $1.value }
+                .map { String(format: "%@ %.1f", $0.key, Double($0.value) / Double(t.sampled[kind])) }
+            print("sampled \(t.sampled[kind]) \(what), pages per step by tree: " + trees.joined(separator: ", "))
+        }
     }
 
     private static func summary(_ values: [Double]) -> String {
