@@ -42,7 +42,8 @@ enum SweepPages {
     /// What the steps wrote, gathered by the sweep's step callback.
     private struct Tally {
         var lastWchar = 0
-        var steps: [(devices: Int, bytes: Int)] = []
+        var lastCommitSeconds = 0.0
+        var steps: [(devices: Int, bytes: Int, commitSeconds: Double)] = []
         var before: PageWalk?
         /// Sampled steps that deleted devices, and the others (the owner cleanup's).
         var sampled = [0, 0]
@@ -59,10 +60,11 @@ enum SweepPages {
             var configuration = LMDBRegistryStore.Configuration(
                 directory: options.directory, tokenKeys: try BenchKeys.ring(forEnvironment: options.directory))
             configuration.sweepStepBudget = .seconds(60)
+            configuration.onCommit = { report in tally.withLock { $0.lastCommitSeconds = report.seconds } }
             configuration.onSweepBatch = { report in
                 tally.withLock { t in
                     let now = wchar()
-                    t.steps.append((report.counts.devices, now - t.lastWchar))
+                    t.steps.append((report.counts.devices, now - t.lastWchar, t.lastCommitSeconds))
                     do {
                         if let before = t.before {
                             let kind = report.counts.devices > 0 ? 0 : 1
@@ -108,6 +110,9 @@ enum SweepPages {
                      Double(total) / page / Double(max(1, counts.devices))))
         print("pages per step, steps that deleted devices: " + summary(deleting))
         print("pages per step, other steps: " + summary(others))
+        let commits = t.steps.filter { $0.devices > 0 }.map { $0.commitSeconds * 1000 }
+        print("commit ms (the machine's, not deterministic), steps that deleted devices: " + summary(commits, "%.2f"))
+        print("commit ms, other steps: " + summary(t.steps.filter { $0.devices == 0 }.map { $0.commitSeconds * 1000 }, "%.2f"))
         for (kind, what) in [(0, "steps that deleted devices (\(t.sampledDevices) devices)"), (1, "other steps")]
         where t.sampled[kind] > 0 {
             let trees = t.byTree[kind].sorted { $0.value > $1.value }
@@ -116,11 +121,11 @@ enum SweepPages {
         }
     }
 
-    private static func summary(_ values: [Double]) -> String {
+    private static func summary(_ values: [Double], _ number: String = "%.0f") -> String {
         guard !values.isEmpty else { return "none" }
         let sorted = values.sorted()
         func at(_ q: Double) -> Double { sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))] }
-        return String(format: "%d steps, mean %.1f, p50 %.0f, p99 %.0f, max %.0f", values.count,
+        return String(format: "%d steps, mean %.1f, p50 \(number), p99 \(number), max \(number)", values.count,
                       values.reduce(0, +) / Double(values.count), at(0.5), at(0.99), sorted.last ?? 0)
     }
 
