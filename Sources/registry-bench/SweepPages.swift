@@ -18,11 +18,22 @@ import Synchronization
 /// Prints one line per figure: steps, devices deleted, pages per deleted
 /// device, pages per step (mean, p50, p99, max) for the steps that deleted
 /// devices and for the others, and the sampled steps' pages by database.
+///
+/// With `--upserters N` (and `--devices`, the data set's size), N tasks
+/// re-register live devices (odd `k`, with their own token) through the
+/// store, one request at a time each, for `--baseline` seconds before the
+/// sweep and during it: their latency percentiles in both phases, in one
+/// process without HTTP (the machine's figure, not deterministic).
 struct SweepPagesOptions {
     var directory = ""
     var sampleEvery = 50
+    var upserters = 0
+    var devices = 200_000
+    var baselineSeconds = 5
 
-    static let usage = "usage: registry-bench sweep-pages --dir DIR [--sample-every N]"
+    static let usage = """
+        usage: registry-bench sweep-pages --dir DIR [--sample-every N] [--upserters N --devices N [--baseline S]]
+        """
 
     init?(_ arguments: [String]) {
         var rest = arguments[...]
@@ -31,6 +42,9 @@ struct SweepPagesOptions {
             switch flag {
             case "--dir": directory = value
             case "--sample-every": guard let n = Int(value), n > 0 else { return nil }; sampleEvery = n
+            case "--upserters": guard let n = Int(value), n >= 0 else { return nil }; upserters = n
+            case "--devices": guard let n = Int(value), n > 1 else { return nil }; devices = n
+            case "--baseline": guard let n = Int(value), n > 0 else { return nil }; baselineSeconds = n
             default: return nil
             }
         }
@@ -83,14 +97,20 @@ enum SweepPages {
                 }
             }
             let store = try LMDBRegistryStore(configuration: configuration)
+            let load = Upserts(store: store, options: options)
+            try await load.run(for: .seconds(options.baselineSeconds))
+            load.phase.store(1, ordering: .relaxed)
             tally.withLock { $0.lastWchar = wchar() }
             let started = ContinuousClock.now
             let counts = try await store.sweep(dryRun: false)
             let seconds = (ContinuousClock.now - started).inSeconds
+            load.phase.store(2, ordering: .relaxed)
+            try await load.finish()
             store.shutdown()
             let t = tally.withLock { $0 }
             if let failure = t.failure { throw SweepPagesError(detail: failure) }
             report(t, counts: counts, seconds: seconds)
+            load.report()
         } catch {
             FileHandle.standardError.write(Data("registry-bench sweep-pages failed: \(error)\n".utf8))
             exit(1)
@@ -136,5 +156,67 @@ enum SweepPages {
             return Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces)) ?? 0
         }
         return 0
+    }
+}
+
+/// The re-registrations beside the sweep (`--upserters`): latencies by phase.
+private final class Upserts: Sendable {
+    let store: LMDBRegistryStore
+    let options: SweepPagesOptions
+    /// 0 before the sweep, 1 during it, 2 to stop.
+    let phase = Atomic<Int>(0)
+    private let latencies = Mutex<[[Double]]>([[], []])
+    private let tasks = Mutex<Task<Void, any Error>?>(nil)
+
+    init(store: LMDBRegistryStore, options: SweepPagesOptions) {
+        self.store = store
+        self.options = options
+    }
+
+    /// Starts the upserters and returns after `baseline` of them.
+    func run(for baseline: Duration) async throws {
+        guard options.upserters > 0 else { return }
+        let task = Task { [self] in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<options.upserters {
+                    group.addTask { try await self.loop(worker) }
+                }
+                try await group.waitForAll()
+            }
+        }
+        tasks.withLock { $0 = task }
+        try await Task.sleep(for: baseline)
+    }
+
+    private func loop(_ worker: Int) async throws {
+        var generator = SystemRandomNumberGenerator()
+        let live = options.devices / 2
+        while true {
+            let phase = phase.load(ordering: .relaxed)
+            if phase == 2 { return }
+            let k = 2 * Int.random(in: 0..<live, using: &generator) + 1
+            let began = ContinuousClock.now
+            _ = try await store.registerDevice(DeviceRegistration(
+                userId: BenchDataSet.userId(k / 5), deviceId: "d\(k % 5)",
+                pushToken: .set(BenchDataSet.token("a1", k)), sequence: nil))
+            let ms = (ContinuousClock.now - began).inSeconds * 1000
+            latencies.withLock { $0[phase].append(ms) }
+        }
+    }
+
+    func finish() async throws {
+        try await tasks.withLock { $0 }?.value
+    }
+
+    func report() {
+        guard options.upserters > 0 else { return }
+        let all = latencies.withLock { $0 }
+        for (phase, name) in [(0, "before the sweep"), (1, "during the sweep")] {
+            let sorted = all[phase].sorted()
+            guard !sorted.isEmpty else { continue }
+            func at(_ q: Double) -> Double { sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))] }
+            print(String(format: "upserts %@ (%d upserters): %d, p50 %.2f ms, p99 %.2f ms, max %.2f ms", name,
+                         options.upserters, sorted.count, at(0.5), at(0.99), sorted.last ?? 0))
+        }
     }
 }
