@@ -36,14 +36,16 @@ struct OwnerCleanup: Sendable {
     var minimumPending = 256
     var chunkLimit = 1 << 18
 
-    /// The log key after the last one (the first key, 0, when empty).
-    static func nextLogKey(_ txn: ReadTransaction, _ schema: Schema) throws -> [UInt8] {
+    /// The log key after the last one; in an empty log, `now` in
+    /// milliseconds × 1,024, so that keys never start over below a chunk's
+    /// end that another process's pass (a second sweep) is about to drop.
+    static func nextLogKey(_ txn: ReadTransaction, _ schema: Schema, now: Timestamp) throws -> [UInt8] {
         var last: UInt64?
         try txn.scan(schema.ownerCleanup, reverse: true) { key, _ in
             last = BigEndian.value(key)
             return false
         }
-        return BigEndian.bytes(last.map { $0 + 1 } ?? 0, count: 8)
+        return BigEndian.bytes(last.map { $0 + 1 } ?? UInt64(max(0, now.milliseconds)) << 10, count: 8)
     }
 
     /// Whether enough keys wait for a pass to share pages.

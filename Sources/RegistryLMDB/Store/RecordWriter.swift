@@ -171,7 +171,7 @@ package struct RecordWriter: RecordTransaction {
         guard let bytes = try txn.get(ownerKey, in: schema.tokenOwners),
               read.tokenKey(kind, try TokenHolder(decoding: bytes)) == key else { return }
         if deferOwnerDeletes {
-            try txn.put(ownerKey, for: try OwnerCleanup.nextLogKey(txn, schema), in: schema.ownerCleanup)
+            try txn.put(ownerKey, for: try OwnerCleanup.nextLogKey(txn, schema, now: now), in: schema.ownerCleanup)
         } else {
             try txn.delete(ownerKey, in: schema.tokenOwners)
         }
