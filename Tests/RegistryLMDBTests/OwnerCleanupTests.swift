@@ -74,6 +74,25 @@ struct OwnerCleanupTests {
         #expect(try await f.store.removeToken(apnsToken(2), reason: .unregistered, registeredBefore: nil) == 1)
     }
 
+    /// A pass stopped between a step and the drop of its log entries (a
+    /// crash, a shutdown) leaves nothing `check` calls damage, and the next
+    /// pass finishes the work.
+    @Test func aPassStoppedHalfWayLeavesNoDamageAndTheNextFinishes() async throws {
+        let f = try await sweptStore(); defer { f.close() }
+        let cleanup = OwnerCleanup(schema: f.lmdb.schema)
+        let (keys, _) = try f.lmdb.reading { read in try cleanup.chunk(read.txn) }
+        #expect(try await f.lmdb.writing { writer in try cleanup.clean(keys, from: 0, batchSize: 1, writer) } == 1)
+        #expect(try f.entries()["tokenOwners"]?.count == 3)
+        #expect(try f.entries()["ownerCleanup"]?.count == 3)
+        #expect(try await f.check() == [])
+        var due = cleanup
+        (due.minimumPending, due.density) = (1, 0)
+        try await f.lmdb.cleanOwners(due)
+        #expect(try f.entries()["tokenOwners"]?.count == 1)
+        #expect(try f.entries()["ownerCleanup"]?.isEmpty == true)
+        #expect(try await f.check() == [])
+    }
+
     /// Once the log holds enough keys (256 here, more than twice the owner
     /// index's leaf pages), the sweep ends with the pass.
     @Test func theSweepRunsThePassOnceEnoughEntriesWait() async throws {
