@@ -36,6 +36,14 @@ public class ReadTransaction {
         return stat.ms_entries
     }
 
+    /// How many leaf pages the database's B-tree has (O(1): `mdb_stat`):
+    /// about how many pages deletions spread over its keys can dirty.
+    public func leafPages(in db: Database) throws -> Int {
+        var stat = MDB_stat()
+        try LMDBError.check(mdb_stat(try live(), db.dbi, &stat))
+        return stat.ms_leaf_pages
+    }
+
     /// Visits entries in key order from the first key >= `from` (or the
     /// first key), only while keys start with `prefix`. With `reverse`, in
     /// descending order from the last key <= `from` (or the last key within

@@ -5,6 +5,7 @@ import Foundation
 // registry-bench grow-under-limit DIR MIB         writes until the map cannot grow under RLIMIT_AS
 // registry-bench load --dir DIR [--devices N] ...  the deterministic data set of tools/bench, through the store
 // registry-bench mint-jwts --users N --out-dir DIR  HS256/RS256/ES256 device JWTs and a JWKS for tools/bench
+// registry-bench sweep-pages --dir DIR [--sample-every N]  one sweep: pages its commits write, by database
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "load" {
     guard let options = LoadOptions(Array(arguments.dropFirst())) else {
@@ -12,6 +13,12 @@ if arguments.first == "load" {
         exit(2)
     }
     await Loader.run(options)
+} else if arguments.first == "sweep-pages" {
+    guard let options = SweepPagesOptions(Array(arguments.dropFirst())) else {
+        FileHandle.standardError.write(Data((SweepPagesOptions.usage + "\n").utf8))
+        exit(2)
+    }
+    await SweepPages.run(options)
 } else if arguments.first == "mint-jwts" {
     guard let options = MintOptions(Array(arguments.dropFirst())) else {
         FileHandle.standardError.write(Data((MintOptions.usage + "\n").utf8))

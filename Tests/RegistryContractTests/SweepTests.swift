@@ -27,6 +27,26 @@ struct SweepTests {
         #expect(stats.pushTokens == 1 && stats.pushToStartTokens == 0 && stats.activityTokens == 0)
     }
 
+    /// A swept device's tokens belong to no one: feedback for them removes
+    /// nothing, another device registers them, and feedback then removes
+    /// them from that device.
+    @Test func sweptTokensAreFreeForAnotherDevice() async throws {
+        let f = try makeExpiringStore(); defer { f.close() }
+        try await f.store.register("alice", "old", token: 1)
+        _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
+            activityId: "m", userId: "alice", deviceId: "old", token: apnsToken(2)))
+        f.clock.advance(seconds: 10 * Self.hour + 1)
+        #expect(try await f.store.sweep(dryRun: false) == SweepCounts(devices: 1, activityTokens: 1))
+        #expect(try await f.store.removeToken(apnsToken(1), reason: .unregistered, registeredBefore: nil) == 0)
+        #expect(try await f.store.register("bob", "d1", token: 1).created)
+        _ = try await f.store.registerActivityToken(ActivityTokenRegistration(
+            activityId: "m", userId: "bob", deviceId: "d1", token: apnsToken(2)))
+        #expect(try await f.store.allActivityTokens("m").map(\.userId) == ["bob"])
+        #expect(try await f.store.removeToken(apnsToken(1), reason: .unregistered, registeredBefore: nil) == 1)
+        #expect(try await f.store.removeToken(apnsToken(2), reason: .unregistered, registeredBefore: nil) == 1)
+        #expect(try await f.check() == [])
+    }
+
     @Test func removesActivityTokensNotRefreshedAndKeepsTheirDevice() async throws {
         let f = try makeExpiringStore(); defer { f.close() }
         _ = try await f.store.registerActivityToken(ActivityTokenRegistration(

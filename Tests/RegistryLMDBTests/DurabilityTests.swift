@@ -113,9 +113,9 @@ struct DurabilityTests {
         f.lmdb.shutdown()
         let environment = try Environment(Environment.Configuration(path: f.configuration.directory))
         let meta = try environment.openDatabase("meta")
-        try environment.write { txn in try txn.put([1, 5], for: Array("schemaVersion".utf8), in: meta) }
+        try environment.write { txn in try txn.put([1, UInt8(Schema.version + 1)], for: Array("schemaVersion".utf8), in: meta) }
         environment.close()
-        #expect(throws: RegistryOpenError.schemaMismatch(found: 5, expected: 4)) { try f.reopen() }
+        #expect(throws: RegistryOpenError.schemaMismatch(found: Schema.version + 1, expected: Schema.version)) { try f.reopen() }
     }
 
     @Test func shutdownCommitsQueuedWritesThenRefusesNewOnes() async throws {

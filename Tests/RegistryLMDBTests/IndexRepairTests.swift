@@ -106,8 +106,11 @@ struct IndexRepairTests {
         #expect(try await f.check() == [])
         #expect(try await f.store.sweep(dryRun: false) == SweepCounts(devices: 3, pushToStartTokens: 1, activityTokens: 3, tombstones: 1))
         let left = try f.entries()
-        let emptied = left.filter { $0.key != "history" && $0.key != "expiry" }.values.allSatisfy { $0.isEmpty }
+        let emptied = left.filter { !["history", "expiry", "tokenOwners", "ownerCleanup"].contains($0.key) }.values
+            .allSatisfy { $0.isEmpty }
         #expect(emptied, "everything expired went")
+        // The owner entries wait for the owner cleanup, each logged.
+        #expect(Set(left["tokenOwners"]?.keys.map { $0 } ?? []) == Set(left["ownerCleanup"]?.values.map { $0 } ?? []))
         // What stays: the sweep's own `expired` events, each with its expiry entry.
         #expect(left["expiry"]?.count == left["history"]?.count)
     }

@@ -63,7 +63,7 @@ struct MigrationTests {
         #expect(try await f.check().isEmpty)
 
         let version = try f.lmdb.environment.read { txn in try txn.get(Array("schemaVersion".utf8), in: f.lmdb.schema.meta) }
-        #expect(version == [1, 4])
+        #expect(version == [1, UInt8(Schema.version)])
         let old = try LegacySchema(f.lmdb.environment)
         let legacy = try f.lmdb.environment.read { txn in try old.all.map { try txn.count(in: $0) } }
         #expect(legacy.allSatisfy { $0 == 0 }, "the old databases are emptied: \(legacy)")
@@ -149,7 +149,7 @@ struct MigrationTests {
         let meta = try environment.openDatabase("meta")
         try environment.write { txn in try txn.put([1, 9], for: Array("schemaVersion".utf8), in: meta) }
         environment.close()
-        #expect(throws: RegistryOpenError.schemaMismatch(found: 9, expected: 4)) { try f.reopen() }
+        #expect(throws: RegistryOpenError.schemaMismatch(found: 9, expected: Schema.version)) { try f.reopen() }
     }
 }
 

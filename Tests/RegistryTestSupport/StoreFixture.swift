@@ -184,7 +184,7 @@ package final class StoreFixture {
         let databases = [("devices", schema.devices), ("pushTokens", schema.pushTokens), ("pushToStart", schema.pushToStart),
                          ("activityTokens", schema.activityTokens), ("deviceActivities", schema.deviceActivities),
                          ("tokenOwners", schema.tokenOwners), ("expiry", schema.expiry), ("tombstones", schema.tombstones),
-                         ("history", schema.history)]
+                         ("history", schema.history), ("ownerCleanup", schema.ownerCleanup)]
         return try lmdb.environment.read { txn in
             var all: [String: [[UInt8]: [UInt8]]] = [:]
             for (name, db) in databases {

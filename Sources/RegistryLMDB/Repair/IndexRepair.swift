@@ -16,6 +16,9 @@ public struct RepairReport: Sendable, Hashable {
     public var ownerEntriesRepointed = 0
     /// Owner entries deleted: no record holds their token, or malformed.
     public var ownerEntriesRemoved = 0
+    /// Owner entries a sweep left for its owner cleanup (`OwnerCleanup`),
+    /// deleted here ahead of it: not damage, so not counted in `fixes`.
+    public var staleOwnerEntriesCleared = 0
     public var deviceActivityEntriesAdded = 0
     /// Device-activity entries deleted: no activity token, or malformed.
     public var deviceActivityEntriesRemoved = 0
@@ -56,6 +59,7 @@ public struct RepairReport: Sendable, Hashable {
         ].filter { $0.1 != 0 }.map { "\($0.0) \($0.1)" }
         var text = fixes == 0 ? "repair: nothing to fix" : "repair: \(fixes) fix(es): " + counts.joined(separator: ", ")
         if unreadableRecords > 0 { text += "; \(unreadableRecords) unreadable record(s) left alone" }
+        if staleOwnerEntriesCleared > 0 { text += "; \(staleOwnerEntriesCleared) owner entries a sweep left cleared" }
         return text
     }
 
@@ -65,6 +69,7 @@ public struct RepairReport: Sendable, Hashable {
         ownerEntriesAdded += other.ownerEntriesAdded
         ownerEntriesRepointed += other.ownerEntriesRepointed
         ownerEntriesRemoved += other.ownerEntriesRemoved
+        staleOwnerEntriesCleared += other.staleOwnerEntriesCleared
         deviceActivityEntriesAdded += other.deviceActivityEntriesAdded
         deviceActivityEntriesRemoved += other.deviceActivityEntriesRemoved
         activityCountsFixed += other.activityCountsFixed
@@ -105,6 +110,8 @@ struct IndexRepair: Sendable {
     let batchSize: Int
     let stepBudget: Duration
     let lineLimit: Int
+    /// The owner keys logged for `OwnerCleanup` when the repair started.
+    var pendingCleanup: Set<[UInt8]> = []
 
     init(schema: Schema, batchSize: Int, stepBudget: Duration, lineLimit: Int) {
         self.schema = schema
@@ -154,7 +161,7 @@ struct IndexRepair: Sendable {
             keys.append(key)
             return true
         }
-        var fixer = Fixer(writer: writer, lineLimit: lineLimit)
+        var fixer = Fixer(writer: writer, lineLimit: lineLimit, pendingCleanup: pendingCleanup)
         for (index, key) in keys.enumerated() {
             if index > 0, ContinuousClock.now >= deadline { return (fixer.report, index, key) }
             switch walk {
@@ -185,6 +192,7 @@ private enum Stored<Value> {
 private struct Fixer {
     let writer: RecordWriter
     let lineLimit: Int
+    let pendingCleanup: Set<[UInt8]>
     var report = RepairReport()
 
     var txn: WriteTransaction { writer.txn }
@@ -427,6 +435,10 @@ private struct Fixer {
         case .value(let held) where vault.ownerKey(held.token, kind) == key: return
         case .absent, .value:
             try txn.delete(key, in: schema.tokenOwners)
+            if pendingCleanup.contains(key) {
+                report.staleOwnerEntriesCleared += 1
+                return
+            }
             report.ownerEntriesRemoved += 1
             note("removed the \(kindName(kind)) owner entry naming \(describe(holderKey)): it does not hold that token")
         }

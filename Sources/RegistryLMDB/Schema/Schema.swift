@@ -11,6 +11,7 @@ import LMDB
 /// | v3.activityTokens | (activity, user, app code, device) | TokenValue (sealed) |
 /// | v3.deviceActivities | (user, app code, device, activity) | empty |
 /// | v3.tokenOwners | HMAC-SHA-256(index key, token) + kind | TokenHolder |
+/// | v3.ownerCleanup | counter (8 bytes, big-endian) | a tokenOwners key the sweep left (`OwnerCleanup`) |
 /// | v3.expiry | (kind, hour bucket, record key) | empty |
 /// | v3.tombstones | (user, app code, device) | TombstoneValue |
 /// | v3.history | (user, time, counter) | HistoryValue |
@@ -28,7 +29,10 @@ package struct Schema: Sendable {
     /// 2: device values carry `activityCount`.
     /// 3: tokens sealed, owner index keyed by HMAC, app families, history.
     /// 4: sealed values bound to their slot (`TokenSlot`), not only their kind.
-    package static let version: UInt64 = 4
+    /// 5: the sweep leaves the owner entries of what it deletes, logged in
+    /// `ownerCleanup`, for a pass in key order (`OwnerCleanup`); an older
+    /// `check` would call them damage. Nothing to migrate.
+    package static let version: UInt64 = 5
 
     package let devices: Database
     package let pushTokens: Database
@@ -36,6 +40,7 @@ package struct Schema: Sendable {
     package let activityTokens: Database
     package let deviceActivities: Database
     package let tokenOwners: Database
+    package let ownerCleanup: Database
     package let expiry: Database
     package let tombstones: Database
     package let history: Database
@@ -49,6 +54,7 @@ package struct Schema: Sendable {
         activityTokens = try env.openDatabase("v3.activityTokens")
         deviceActivities = try env.openDatabase("v3.deviceActivities")
         tokenOwners = try env.openDatabase("v3.tokenOwners")
+        ownerCleanup = try env.openDatabase("v3.ownerCleanup")
         expiry = try env.openDatabase("v3.expiry")
         tombstones = try env.openDatabase("v3.tombstones")
         history = try env.openDatabase("v3.history")

@@ -22,6 +22,9 @@ import LMDB
 /// and the key it is stored under: `TokenSlot`), in bounded transactions;
 /// a value already bound is left alone, so a stopped migration resumes.
 ///
+/// 4 → 5: nothing to move: `v3.ownerCleanup` is opened (created empty)
+/// with the other databases.
+///
 /// The new version is written last.
 struct SchemaMigration {
     let environment: Environment
@@ -57,7 +60,7 @@ struct SchemaMigration {
             }
         }
         // Values the move above wrote are bound already; this finds those of schema 3.
-        try bindSealedValues()
+        if found < 4 { try bindSealedValues() }
         try writeVersion(compactionPending: found < 3)
         return true
     }

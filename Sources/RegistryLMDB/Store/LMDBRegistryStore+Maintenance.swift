@@ -79,7 +79,9 @@ extension LMDBRegistryStore {
     public func rebuildIndexes(batchSize: Int = 500, stepBudget: Duration = .milliseconds(4), lineLimit: Int = 100,
                                progress: ((_ recordsDone: Int) -> Void)? = nil) async throws -> RepairReport {
         try environment.checkStaleReaders()
-        let repair = IndexRepair(schema: schema, batchSize: batchSize, stepBudget: stepBudget, lineLimit: lineLimit)
+        var planned = IndexRepair(schema: schema, batchSize: batchSize, stepBudget: stepBudget, lineLimit: lineLimit)
+        planned.pendingCleanup = try reading { read in try OwnerCleanup.pending(read.txn, schema) }
+        let repair = planned
         var report = RepairReport()
         var done = 0
         for walk in IndexRepair.Walk.allCases {

@@ -10,7 +10,8 @@ extension LMDBRegistryStore {
     /// or a read), so neither blocks writers or map growth for long. A
     /// cancelled task (the sweeper stopping at shutdown) ends the sweep
     /// between two steps with `CancellationError`; what was deleted stays
-    /// deleted.
+    /// deleted. A sweep leaves the owner entries of what it deletes, and
+    /// ends with `OwnerCleanup`'s pass when enough of them wait.
     public func sweep(dryRun: Bool) async throws -> SweepCounts {
         try environment.checkStaleReaders()
         let plan = SweepPlan(now: now, deviceTTL: configuration.limits.deviceTTL, activityTTL: configuration.limits.activityTTL,
@@ -41,6 +42,7 @@ extension LMDBRegistryStore {
                 return resume
             }
         }
+        if !dryRun { try await cleanOwners(OwnerCleanup(schema: schema)) }
         if !dryRun {
             try await writing { writer in
                 var w = ByteWriter(version: 1)
@@ -49,5 +51,32 @@ extension LMDBRegistryStore {
             }
         }
         return total
+    }
+
+    /// `OwnerCleanup`'s pass, chunk after chunk, while it is due: each step
+    /// a writer command, reported like a sweep step (with no counts).
+    func cleanOwners(_ cleanup: OwnerCleanup) async throws {
+        while try reading({ read in try cleanup.isDue(read.txn) }) {
+            let (keys, end, batchSize) = try reading { read in
+                let (keys, end) = try cleanup.chunk(read.txn)
+                return (keys, end, try cleanup.batchSize(keys.count, read.txn))
+            }
+            try await ResumableSteps.run { from in
+                try await timedSweepStep {
+                    try await writing { writer in try cleanup.clean(keys, from: from ?? 0, batchSize: batchSize, writer) }
+                }
+            }
+            try await ResumableSteps.run { (_: Bool?) in
+                try await timedSweepStep { try await writing { writer in try cleanup.dropLog(before: end, writer.txn) ? true : nil } }
+            }
+        }
+    }
+
+    private func timedSweepStep<T>(_ step: () async throws -> T) async throws -> T {
+        let began = ContinuousClock.now
+        let result = try await step()
+        configuration.onSweepBatch?(SweepBatchReport(dryRun: false, seconds: (ContinuousClock.now - began).inSeconds,
+                                                     counts: SweepCounts()))
+        return result
     }
 }

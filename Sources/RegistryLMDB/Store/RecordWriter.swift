@@ -19,6 +19,9 @@ package struct RecordWriter: RecordTransaction {
     let apps: AppCatalog
     package let now: Timestamp
     package var restoring = false
+    /// Set by the sweep: an owner entry of a removed token is left and its
+    /// key logged for `OwnerCleanup`, instead of deleted in this commit.
+    var deferOwnerDeletes = false
     package var declaredApps: DeclaredApps { apps.declared }
     var read: RecordReader { RecordReader(txn: txn, schema: schema, vault: vault, apps: apps) }
 
@@ -162,11 +165,14 @@ package struct RecordWriter: RecordTransaction {
     }
 
     /// Drops the owner entry only if it still points at this holder (a newer
-    /// holder's entry is left alone).
+    /// holder's entry is left alone); with `deferOwnerDeletes`, logs it instead.
     private func deleteOwnerEntry(_ token: String, _ kind: TokenKind, pointingAt key: [UInt8]) throws {
         let ownerKey = vault.ownerKey(token, kind)
-        guard let bytes = try txn.get(ownerKey, in: schema.tokenOwners) else { return }
-        if read.tokenKey(kind, try TokenHolder(decoding: bytes)) == key {
+        guard let bytes = try txn.get(ownerKey, in: schema.tokenOwners),
+              read.tokenKey(kind, try TokenHolder(decoding: bytes)) == key else { return }
+        if deferOwnerDeletes {
+            try txn.put(ownerKey, for: try OwnerCleanup.nextLogKey(txn, schema, now: now), in: schema.ownerCleanup)
+        } else {
             try txn.delete(ownerKey, in: schema.tokenOwners)
         }
     }

@@ -75,7 +75,10 @@ struct SweepPlan: Sendable {
     /// Deletes what expired among `keys`, in order, until `stepBudget` is
     /// spent (one entry at least). Returns the counts and, when it stopped
     /// early, the key of the first entry it left for the next step.
+    /// The owner entries of what it removes are left for `OwnerCleanup`.
     func delete(_ keys: [ExpiryKey], _ writer: RecordWriter) throws -> (SweepCounts, stoppedAt: [UInt8]?) {
+        var writer = writer
+        writer.deferOwnerDeletes = true
         var counts = SweepCounts()
         let deadline = ContinuousClock.now + stepBudget
         for (index, entry) in keys.enumerated() {
