@@ -17,6 +17,11 @@
 --   batch-lookup POST /internal/v1/users/lookup with $BENCH_BATCH (100) users
 --   fanout       GET /internal/v1/activities/$BENCH_ACTIVITY/tokens?limit=$BENCH_PAGE_LIMIT, every
 --                connection walking the activity page by page through nextCursor
+--   peer         the launch upsert on the peer, django-push-notifications (tools/peer/, --compare-peer):
+--                POST /device/apns/ of device k with the fields tools/peer/load.py created it with
+--                (its push token, device_id the UUID of k, name "d" .. (k % per user), application_id
+--                "bench"); with UPDATE_ON_DUPLICATE_REG_ID the library finds the device holding that
+--                token and updates it (200), as registryd's reregister does
 --
 -- Device JWTs come from $BENCH_JWT_FILE: line s + 1 is user s * $BENCH_USER_STRIDE, for s below
 -- $BENCH_SAMPLED_USERS (a large store is sampled evenly); the internal key from $BENCH_API_KEY.
@@ -198,6 +203,14 @@ builders["fanout"] = function()
     cursor_head = cursor_head + 1
   end
   return wrk.format("GET", url, internal_headers())
+end
+
+builders["peer"] = function()
+  local k = next_device("peer", any_device)
+  local body = '{"registration_id":"' .. hex_token("a1", k) .. '","device_id":"' ..
+    string.format("00000000-0000-0000-0000-%012x", k) .. '","name":"d' .. (k % per_user) ..
+    '","application_id":"bench","active":true}'
+  return wrk.format("POST", "/device/apns/", { ["Content-Type"] = "application/json" }, body)
 end
 
 request = builders[workload] or error("unknown BENCH_WORKLOAD " .. workload)

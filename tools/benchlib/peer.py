@@ -23,7 +23,6 @@ TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = os.path.join(TOOLS, "peer")
 VENV = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "registryd", "peer-venv")
 PYTHON = os.path.join(VENV, "bin", "python")
-SCRIPT = os.path.join(TOOLS, "bench-scripts", "peer.lua")
 DATABASE = "peer"
 PACKAGES = ("django-push-notifications", "Django", "djangorestframework", "psycopg2", "gunicorn")
 

@@ -43,7 +43,7 @@ class AnonSampler(threading.Thread):
 class WrkRun:
     """wrk against `target` for --duration seconds (or, `background`, an hour: stop it with interrupt())."""
 
-    def __init__(self, run, section, name, workload, target, jwt_file, pids, env, background=False, script=SCRIPT):
+    def __init__(self, run, section, name, workload, target, jwt_file, pids, env, background=False):
         self.run = run
         self.section = section
         self.name = name
@@ -59,7 +59,7 @@ class WrkRun:
                            BENCH_API_KEY=run.api_key, BENCH_JWT_FILE=jwt_file,
                            BENCH_USER_STRIDE=str(run.user_stride), BENCH_SAMPLED_USERS=str(run.sampled_users), **env)
         command = ["wrk", f"-t{options.threads}", f"-c{options.connections}", f"-d{seconds}s", "--timeout", "5s",
-                   "-s", script, target]
+                   "-s", SCRIPT, target]
         with open(self.output, "w") as f:
             self.process = run.spawn(command, stdout=f, stderr=f, env=environment)
         self.sampler = AnonSampler(pids[0])
@@ -103,6 +103,6 @@ class WrkRun:
         return note
 
 
-def run_wrk(run, section, name, workload, target, jwt_file, pids, env, script=SCRIPT):
-    """One wrk run to its end (`script`: another wrk script than registry.lua); returns its Row."""
-    return WrkRun(run, section, name, workload, target, jwt_file, pids, env, script=script).finish()
+def run_wrk(run, section, name, workload, target, jwt_file, pids, env):
+    """One wrk run to its end; returns its Row."""
+    return WrkRun(run, section, name, workload, target, jwt_file, pids, env).finish()

@@ -33,7 +33,7 @@ def token(k):
 
 
 def device(k):
-    """What peer.lua sends for device k: the same fields the device was created with."""
+    """What registry.lua's peer workload sends for device k: the same fields the device was created with."""
     return APNSDevice(registration_id=token(k), device_id=uuid.UUID(int=k), name=f"d{k % 5}",
                       application_id="bench", active=True)
 

@@ -15,7 +15,7 @@ from .. import keys, procfs, report, servers, workloads
 from . import against
 from ..dataset import bytes_on_disk, load, thousands
 from ..options import COMPARED_WORKLOADS, PEER_WORKLOAD
-from ..peer import SCRIPT as PEER_SCRIPT, Database as PeerDatabase, Gunicorn
+from ..peer import Database as PeerDatabase, Gunicorn
 from ..postgres import Postgres, delta
 from ..report import commas, median
 from ..run import log
@@ -38,7 +38,7 @@ NOTES_QUOTED = f"""- "÷ {DJANGO_UPSERTS}/s (quoted)" (upsert workloads only) co
 NOTES_PEER = """- "÷ peer (measured in this run)" (upsert workloads only) divides by the median launch-upsert rate of
   django-push-notifications in this run: tools/peer/ under gunicorn (sync workers) on the same PostgreSQL
   server, its own database, the same number of devices, POST /device/apns/ re-registering an existing
-  token (tools/bench-scripts/peer.lua), in the reregister-hs256 rounds beside the stores, each server
+  token (registry.lua's peer workload), in the reregister-hs256 rounds beside the stores, each server
   idle while another is measured; with several worker counts, the best of them. The peer takes any caller
   (no authentication), where registryd verifies a device JWT on every write. The launch upsert's goal on
   PostgreSQL is 10 times the peer's rate.
@@ -152,8 +152,7 @@ def measure(run, side, server, workload, number, pg):
     pg_before = pg.ticks() if pg else None
     label = f"{workload}#{number}"
     if side.peer:
-        result.row = run_wrk(run, side.name, label, "peer", server.url, "", server.worker_pids(), {},
-                             script=PEER_SCRIPT)
+        result.row = run_wrk(run, side.name, label, "peer", server.url, "", server.worker_pids(), {})
     else:
         result.row = workloads.run_named(run, side.name, label, workload, server)
     result.registryd_ticks = server_ticks(side, server) - registryd_before
