@@ -34,10 +34,10 @@ package struct ByteWriter {
     }
 }
 
-///
-/// Generic over where the bytes are, so the hot reads decode values in place
-/// in LMDB's map (`UnsafeRawBufferPointer`) and everything else from arrays,
-/// with one decoder; both are specialized within this module.
+/// Reads what `ByteWriter` wrote. Generic over where the bytes are, so the
+/// hot reads decode values in place in LMDB's map (`UnsafeRawBufferPointer`)
+/// and everything else from arrays, with one decoder; both are specialized
+/// within this module.
 package struct ByteReader<Bytes: RandomAccessCollection<UInt8>> where Bytes.Index == Int {
     private let bytes: Bytes
     private var index: Int

@@ -116,8 +116,9 @@ struct RecordReader {
             prefix = StoreKey.userApp(user, code)
         }
         // Records are built as the devices are read and their tokens set in
-        // place: elements of an array of (key, id, value) tuples were copied
-        // whole, through the runtime's generic tuple copy, on every read.
+        // place, with the keys apart for the joins: an array of (key, id,
+        // value) tuples would copy a whole element, through the runtime's
+        // generic tuple copy, on every access.
         var keys: [[UInt8]] = []
         var records: [DeviceRecord] = []
         var names = AppCatalog.Names(apps)
