@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["COpenSSL", "Crypto", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
-        .target(name: "APNs", dependencies: ["CCurl", "COpenSSL", "CGlibcExtras", "Codecs", "JSON", "Lifecycle"]),
+        .target(name: "APNs", dependencies: ["CCurl", "COpenSSL", "CGlibcExtras", "Codecs", "JSON", "JWT", "Lifecycle"]),
         .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "APNs", "Lifecycle"]),
         .target(name: "RegistryHTTP", dependencies: ["RegistryCore", "HTTPServer", "JWT", "JSON", "Codecs"],
                 // The OpenAPI document and the operator console, compiled into the binary as
@@ -86,7 +86,7 @@ let package = Package(
         .target(name: "RegistryClient"),
         // ActivityKit glue for RegistryClient; empty where ActivityKit does not exist (Linux, macOS).
         .target(name: "RegistryClientActivityKit", dependencies: ["RegistryClient"]),
-        .executableTarget(name: "registry-bench", dependencies: ["RegistryCore", "RegistryLMDB", "RegistryPostgres", "LMDB", "COpenSSL", "Codecs", "Crypto", "TokenSealing"],
+        .executableTarget(name: "registry-bench", dependencies: ["RegistryCore", "RegistryLMDB", "RegistryPostgres", "LMDB", "COpenSSL", "Codecs", "Crypto", "JWT", "TokenSealing"],
                          path: "Sources/registry-bench"),
 
         .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),

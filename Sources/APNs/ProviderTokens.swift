@@ -1,6 +1,6 @@
-import Codecs
 import Foundation
 import JSON
+import JWT
 import Synchronization
 
 /// The provider token (an ES256 JWT) every request of every connection
@@ -79,10 +79,7 @@ public final class ProviderTokens: Sendable {
 
     /// `{"alg":"ES256","kid":KEYID}.{"iss":TEAMID,"iat":SECONDS}.R||S`, each base64url.
     private static func sign(key: ProviderKey, teamId: String, keyId: String, issuedAt: Int64) -> String? {
-        let header = JSONWriter.encode(.object([("alg", .string("ES256")), ("kid", .string(keyId))]))
-        let claims = JSONWriter.encode(.object([("iss", .string(teamId)), ("iat", .int(issuedAt))]))
-        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
-        guard let signature = key.sign(Array(signingInput.utf8)) else { return nil }
-        return signingInput + "." + Base64URL.encode(signature)
+        JWTSigner.sign(header: [("kid", .string(keyId))], claims: [("iss", .string(teamId)), ("iat", .int(issuedAt))],
+                       key: key.signingKey)
     }
 }

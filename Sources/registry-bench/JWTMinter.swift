@@ -1,7 +1,6 @@
-import Crypto
-import Codecs
-import COpenSSL
 import Foundation
+import JSON
+import JWT
 
 /// `registry-bench mint-jwts`: device JWTs for the benchmark's users, one
 /// file per algorithm, line `i + 1` holding the token of user `i * stride`
@@ -13,8 +12,8 @@ import Foundation
 ///   removed, as registryd reads it), no `kid`, so the server's
 ///   `--jwt-hs256-secret-file` verifies it.
 /// - RS256 / ES256: signed with private keys that `openssl genpkey -outform
-///   DER` made (PKCS#8 DER, read with `d2i_AutoPrivateKey`); `kid`
-///   `bench-rsa` / `bench-ec`; the public halves go to `jwks.json`.
+///   DER` made (PEM is read too) through JWT's `SigningKey`;
+///   `kid` `bench-rsa` / `bench-ec`; the public halves go to `jwks.json`.
 ///
 /// Thousands of tokens per second in one process, where one `openssl`
 /// process per signature would take minutes.
@@ -57,30 +56,28 @@ enum JWTMinter {
 
     static func run(_ options: MintOptions) {
         do {
-            let expires = Int(Date().timeIntervalSince1970) + options.ttlSeconds
-            var jwks: [String] = []
+            let expires = Int64(Date().timeIntervalSince1970) + Int64(options.ttlSeconds)
+            var jwks: [JSONWriter.Value] = []
             if let path = options.hs256SecretFile {
                 var secret = try bytes(path)
                 if secret.last == UInt8(ascii: "\n") { secret.removeLast() }
-                try write(options, "hs256.jwt", header: #"{"alg":"HS256","typ":"JWT"}"#, expires: expires) { input in
-                    HMACSHA256.tag(message: input, key: secret)
+                try write(options, "hs256.jwt") { subject in
+                    JWTSigner.hs256(claims: ["exp": .int(expires), "sub": .string(subject)], secret: secret)
                 }
             }
-            if let path = options.rsaKeyFile {
-                let key = try SigningKey(der: try bytes(path), kind: .rsa)
-                jwks.append(key.jwk(kid: "bench-rsa"))
-                try write(options, "rs256.jwt", header: #"{"alg":"RS256","kid":"bench-rsa","typ":"JWT"}"#,
-                          expires: expires) { try key.sign($0) }
-            }
-            if let path = options.ecKeyFile {
-                let key = try SigningKey(der: try bytes(path), kind: .p256)
-                jwks.append(key.jwk(kid: "bench-ec"))
-                try write(options, "es256.jwt", header: #"{"alg":"ES256","kid":"bench-ec","typ":"JWT"}"#,
-                          expires: expires) { try key.sign($0) }
+            let signed: [(String?, JWSAlgorithm, String, String)] = [(options.rsaKeyFile, .rs256, "rs256.jwt", "bench-rsa"),
+                                                                     (options.ecKeyFile, .es256, "es256.jwt", "bench-ec")]
+            for case let (path?, algorithm, name, keyId) in signed {
+                let key = try signingKey(path, expected: algorithm)
+                jwks.append(key.publicJWK(keyId: keyId))
+                try write(options, name) { subject in
+                    JWTSigner.sign(header: [("kid", .string(keyId)), ("typ", .string("JWT"))],
+                                   claims: [("exp", .int(expires)), ("sub", .string(subject))], key: key)
+                }
             }
             if !jwks.isEmpty {
-                let document = #"{"keys":["# + jwks.joined(separator: ",") + "]}\n"
-                try Data(document.utf8).write(to: URL(fileURLWithPath: options.outDirectory + "/jwks.json"))
+                let document = JSONWriter.encode(.object([("keys", .array(jwks))])) + [UInt8(ascii: "\n")]
+                try Data(document).write(to: URL(fileURLWithPath: options.outDirectory + "/jwks.json"))
             }
         } catch {
             FileHandle.standardError.write(Data("registry-bench mint-jwts failed: \(error)\n".utf8))
@@ -88,84 +85,31 @@ enum JWTMinter {
         }
     }
 
-    private static func write(_ options: MintOptions, _ name: String, header: String, expires: Int,
-                              sign: ([UInt8]) throws -> [UInt8]) throws {
-        let head = Base64URL.encode(Array(header.utf8))
+    /// One token a line, for users `0, stride, 2 * stride, …`.
+    private static func write(_ options: MintOptions, _ name: String, token: (String) -> String?) throws {
         var out = ""
         out.reserveCapacity(options.users * 400)
         for i in 0..<options.users {
-            let claims = #"{"exp":\#(expires),"sub":"\#(BenchDataSet.userId(i * options.stride))"}"#
-            let input = head + "." + Base64URL.encode(Array(claims.utf8))
-            out += input + "." + Base64URL.encode(try sign(Array(input.utf8))) + "\n"
+            guard let line = token(BenchDataSet.userId(i * options.stride)) else { throw Failure(description: "sign (\(name))") }
+            out += line + "\n"
         }
         try Data(out.utf8).write(to: URL(fileURLWithPath: options.outDirectory + "/" + name))
+    }
+
+    /// The key in a file of `openssl genpkey -outform DER` (a traditional
+    /// RSA or SEC1 EC key, or PKCS#8), or in PEM.
+    private static func signingKey(_ path: String, expected: JWSAlgorithm) throws -> SigningKey {
+        let contents = try bytes(path)
+        let key = contents.starts(with: Array("-----BEGIN".utf8))
+            ? try SigningKey(pem: contents, source: path) : try SigningKey(der: contents, source: path)
+        guard key.algorithm == expected else {
+            throw Failure(description: "\(path) holds an \(key.algorithm.rawValue) key, not \(expected.rawValue)")
+        }
+        return key
     }
 
     private static func bytes(_ path: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else { throw Failure(description: "cannot read \(path)") }
         return Array(data)
-    }
-
-    /// A private key read from PKCS#8 DER; signs as JWS wants (PKCS#1 v1.5
-    /// for RSA, R||S for P-256) and publishes its public half as a JWK.
-    final class SigningKey {
-        enum Kind { case rsa, p256 }
-        let kind: Kind
-        private let key: OpaquePointer
-
-        init(der: [UInt8], kind: Kind) throws {
-            self.kind = kind
-            let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-                var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-                return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
-            }
-            guard let parsed else { throw Failure(description: "not a DER private key") }
-            key = parsed
-        }
-
-        deinit { EVP_PKEY_free(key) }
-
-        func jwk(kid: String) -> String {
-            switch kind {
-            case .rsa:
-                return #"{"kty":"RSA","kid":"\#(kid)","alg":"RS256","use":"sig","n":"\#(Base64URL.encode(parameter("n", width: nil)))","e":"\#(Base64URL.encode(parameter("e", width: nil)))"}"#
-            case .p256:
-                return #"{"kty":"EC","kid":"\#(kid)","alg":"ES256","use":"sig","crv":"P-256","x":"\#(Base64URL.encode(parameter("qx", width: 32)))","y":"\#(Base64URL.encode(parameter("qy", width: 32)))"}"#
-            }
-        }
-
-        private func parameter(_ name: String, width: Int?) -> [UInt8] {
-            var number: OpaquePointer?
-            precondition(EVP_PKEY_get_bn_param(key, name, &number) == 1, "key parameter \(name)")
-            defer { BN_free(number) }
-            let length = width ?? Int((BN_num_bits(number) + 7) / 8)
-            var bytes = [UInt8](repeating: 0, count: length)
-            precondition(BN_bn2binpad(number, &bytes, Int32(length)) == Int32(length))
-            return bytes
-        }
-
-        func sign(_ message: [UInt8]) throws -> [UInt8] {
-            let context = EVP_MD_CTX_new()!
-            defer { EVP_MD_CTX_free(context) }
-            guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else { throw Failure(description: "sign init") }
-            var length = 0
-            guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw Failure(description: "sign") }
-            var der = [UInt8](repeating: 0, count: length)
-            guard EVP_DigestSign(context, &der, &length, message, message.count) == 1 else { throw Failure(description: "sign") }
-            der = Array(der.prefix(length))
-            guard kind == .p256 else { return der }
-            let signature: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-                var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-                return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
-            }
-            guard let signature else { throw Failure(description: "ECDSA signature") }
-            defer { ECDSA_SIG_free(signature) }
-            var raw = [UInt8](repeating: 0, count: 64)
-            raw.withUnsafeMutableBufferPointer { buffer in
-                _ = BN_bn2binpad(ECDSA_SIG_get0_r(signature), buffer.baseAddress, 32)
-                _ = BN_bn2binpad(ECDSA_SIG_get0_s(signature), buffer.baseAddress! + 32, 32)
-            }
-            return raw
-        }
     }
 }
