@@ -73,8 +73,9 @@ let package = Package(
         .target(name: "JWT", dependencies: ["COpenSSL", "Crypto", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
-        .target(name: "APNs", dependencies: ["CCurl", "COpenSSL", "CGlibcExtras", "Codecs", "JSON", "JWT", "Lifecycle"]),
-        .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "APNs", "Lifecycle"]),
+        .target(name: "HTTP2", dependencies: ["CCurl", "CGlibcExtras", "Lifecycle"]),
+        .target(name: "APNs", dependencies: ["HTTP2", "RegistryCore", "COpenSSL", "Codecs", "JSON", "JWT", "Lifecycle"]),
+        .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "Lifecycle"]),
         .target(name: "RegistryHTTP", dependencies: ["RegistryCore", "HTTPServer", "JWT", "JSON", "Codecs"],
                 // The OpenAPI document and the operator console, compiled into the binary as
                 // `PackageResources.openapi_json`, `console_html`, `app_js` and `app_css` (served by
@@ -113,7 +114,9 @@ let package = Package(
         // Runs against REGISTRY_TEST_POSTGRES_URL (tools/test starts a server); skipped when it is unset.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         // Starts tools/fake-apns (Python, h2) for the HTTP/2 answers; skipped when it cannot run.
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsTestSupport", "CCurl", "COpenSSL", "Codecs", "JSON", "RegistrydTestSupport"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsTestSupport", "RegistryCore", "COpenSSL", "Codecs", "JSON", "RegistrydTestSupport"]),
+        // The transport's CURLcode mapping (the at-most-once kinds every provider relies on).
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "CCurl"]),
         // tools/fake-apns as a test's child process, with a client configuration that trusts its CA.
         .target(name: "APNsTestSupport", dependencies: ["APNs", "JSON", "RegistrydTestSupport"], path: "Tests/APNsTestSupport"),
         // The sender against tools/fake-apns, on the test store (LMDB, or PostgreSQL with REGISTRY_TEST_BACKEND).

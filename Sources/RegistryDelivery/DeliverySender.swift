@@ -1,23 +1,21 @@
-import APNs
 import Foundation
 import Lifecycle
 import RegistryCore
 import Synchronization
 
-/// Sends the queue's deliveries through APNs (docs/delivery.md): claims due
-/// deliveries in batches, sends each over the shared HTTP/2 client, follows
-/// `DeliveryAttempt`'s rules, applies what APNs said to the registry
-/// (removals, environment corrections) and settles each delivery.
+/// Sends the queue's deliveries through their providers (docs/delivery.md):
+/// claims due deliveries in batches, hands each to the provider of its
+/// platform (`DeliveryProvider`), decides by `DeliveryRules` what the
+/// outcome means, applies it to the registry (removals, environment
+/// corrections) and settles each delivery.
 ///
-/// A `Service` of `serve`'s group, started only when an APNs key is
+/// A `Service` of `serve`'s group, started only when a provider is
 /// configured, after the store and before the HTTP server; stopped in
 /// order: no new claims, requests in flight get `stopGrace` to be answered
 /// (then they are `unknown`), every settlement is written before `stop`
 /// returns.
 public final class DeliverySender: Service {
     public struct Configuration: Sendable {
-        /// The APNs topic (bundle id) of each app.
-        public var topics: [String: String]
         /// Deliveries claimed and not yet settled, at most.
         public var maxInFlight = 4000
         /// Deliveries claimed per transaction, at most.
@@ -34,15 +32,14 @@ public final class DeliverySender: Service {
         public var keepNotifications: Duration = .seconds(7 * 24 * 3600)
         public var stopGrace: Duration = .seconds(5)
 
-        public init(topics: [String: String]) { self.topics = topics }
+        public init() {}
     }
 
     public let name = "delivery-sender"
     let configuration: Configuration
     let store: any DeliveryStore
     let registry: any RegistryStore
-    let client: APNsClient
-    let tokens: ProviderTokens
+    let providers: DeliveryProviders
     let observer: any DeliveryObserver
     let clock: any WallClock
     let settlements: SettlementBatcher
@@ -52,21 +49,20 @@ public final class DeliverySender: Service {
     private let finished = DispatchSemaphore(value: 0)
     private let started = Atomic<Bool>(false)
 
-    public init(configuration: Configuration, store: any DeliveryStore, registry: any RegistryStore, client: APNsClient,
-                tokens: ProviderTokens, observer: any DeliveryObserver, clock: any WallClock = SystemClock()) {
+    public init(configuration: Configuration, store: any DeliveryStore, registry: any RegistryStore,
+                providers: DeliveryProviders, observer: any DeliveryObserver, clock: any WallClock = SystemClock()) {
         self.configuration = configuration
         self.store = store
         self.registry = registry
-        self.client = client
-        self.tokens = tokens
+        self.providers = providers
         self.observer = observer
         self.clock = clock
         settlements = SettlementBatcher(store: store, observer: observer)
     }
 
-    /// Starts the HTTP/2 client and the claim loop.
+    /// Starts the providers' connections and the claim loop.
     public func start() throws {
-        try client.start()
+        for provider in providers.byPlatform.values { try provider.start() }
         started.store(true, ordering: .sequentiallyConsistent)
         Task.detached { [self] in
             await run()
@@ -82,7 +78,7 @@ public final class DeliverySender: Service {
         stopping.store(true, ordering: .sequentiallyConsistent)
         wake.signal()
         // In-flight requests get the grace period, then complete as uncertain: the loop settles them.
-        client.stop(grace: configuration.stopGrace)
+        for provider in providers.byPlatform.values { provider.stop(grace: configuration.stopGrace) }
         finished.wait()
     }
 
@@ -135,12 +131,12 @@ public final class DeliverySender: Service {
 
     /// What the loop does besides claiming: queue stats for metrics once a
     /// second, stale claims every 10 seconds, the sweep of old
-    /// notifications every minute, provider-token renewals for metrics.
+    /// notifications every minute, credential renewals for metrics.
     private struct Maintenance {
         var nextStats: ContinuousClock.Instant
         var nextAbandon: ContinuousClock.Instant
         var nextSweep: ContinuousClock.Instant
-        var renewalsSeen = 0
+        var renewalsSeen: [Platform: Int] = [:]
 
         init(now: ContinuousClock.Instant) {
             nextStats = now
@@ -150,10 +146,12 @@ public final class DeliverySender: Service {
 
         mutating func run(_ sender: DeliverySender) async {
             let now = ContinuousClock.now
-            let renewals = sender.tokens.renewals
-            while renewalsSeen < renewals {
-                renewalsSeen += 1
-                sender.observer.providerTokenRenewed()
+            for (platform, provider) in sender.providers.byPlatform {
+                let renewals = provider.credentialRenewals
+                while renewalsSeen[platform, default: 0] < renewals {
+                    renewalsSeen[platform, default: 0] += 1
+                    sender.observer.credentialRenewed(platform)
+                }
             }
             if now >= nextStats {
                 nextStats = now + .seconds(1)

@@ -37,12 +37,13 @@ final class SenderHarness: @unchecked Sendable {
                      configure: (inout DeliverySender.Configuration) -> Void = { _ in }) throws {
         let tokens = try fake.tokens()
         let client = try APNsClient(configuration: fake.configuration(timeout: timeout), tokens: tokens)
-        var configuration = DeliverySender.Configuration(topics: topics)
+        var configuration = DeliverySender.Configuration()
         configuration.pollInterval = .milliseconds(50)
         configuration.abandonClaimsAtStart = fixture.isLMDB
         configure(&configuration)
-        let sender = DeliverySender(configuration: configuration, store: store, registry: store, client: client,
-                                    tokens: tokens, observer: observer, clock: fixture.clock)
+        let providers = DeliveryProviders([APNsProvider(client: client, tokens: tokens, topics: topics)])
+        let sender = DeliverySender(configuration: configuration, store: store, registry: store, providers: providers,
+                                    observer: observer, clock: fixture.clock)
         try sender.start()
         self.sender = sender
     }
@@ -102,13 +103,13 @@ final class RecordingObserver: DeliveryObserver {
     var errors: [String] { state.withLock { $0.errors } }
     var removals: [String] { state.withLock { $0.removals } }
 
-    func apnsRequest(status: Int?, reason: String?, outcome: String, seconds: Double) {
+    func providerRequest(_ provider: Platform, status: Int?, reason: String?, outcome: String, seconds: Double) {
         state.withLock { $0.requests.append(status.map { "\($0)\(reason.map { " " + $0 } ?? "")" } ?? outcome) }
     }
     func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {}
     func abandoned(_ count: Int) {}
-    func providerTokenRenewed() {}
-    func configurationProblem(reason: String, claimed: ClaimedDelivery) { state.withLock { $0.problems.append(reason) } }
+    func credentialRenewed(_ provider: Platform) {}
+    func configurationProblem(_ provider: Platform, reason: String, appId: String) { state.withLock { $0.problems.append(reason) } }
     func senderError(_ what: String, _ error: any Error) { state.withLock { $0.errors.append("\(what): \(error)") } }
     func queue(_ stats: DeliveryQueueStats, now: Timestamp) {}
     func tokensRemoved(_ count: Int, reason: FeedbackReason) { state.withLock { $0.removals.append("\(reason.rawValue) \(count)") } }

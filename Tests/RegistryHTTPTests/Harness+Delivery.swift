@@ -3,16 +3,17 @@ import RegistryCore
 @testable import RegistryHTTP
 
 extension Harness {
-    /// The topics the delivering harness is configured with: only `default`
-    /// has one, so a declared app without a topic can be named.
-    static let deliveryTopics = ["default": "com.example.app"]
+    /// What the delivering harness can send: only `default` has an APNs
+    /// topic, so a declared app without one can be named.
+    static let deliveryCapabilities = DeliveryCapabilities(["default": [.apns]])
 
     /// This harness's store behind an application with delivery configured
     /// (as `serve --apns-key-file …` wires it, minus the sender: every
     /// accepted delivery stays `queued`, so the routes are seen alone).
     func delivering() -> Harness {
-        let routes = DeliveryRoutes(intake: NotificationIntake(registry: store, deliveries: store, clock: clock), store: store,
-                                    topics: Self.deliveryTopics, accepted: {})
+        let routes = DeliveryRoutes(intake: NotificationIntake(registry: store, deliveries: store, clock: clock,
+                                                               capabilities: Self.deliveryCapabilities),
+                                    store: store, capabilities: Self.deliveryCapabilities, accepted: {})
         let verifier = JWTVerifier(configuration: JWTConfiguration(hs256Secret: Self.secret))
         let application = RegistryApplication(
             store: store, authenticator: Authenticator(verifier: verifier, internalAPIKey: Array(Self.apiKey.utf8), clock: clock),

@@ -34,6 +34,8 @@ struct ExecutableDeliveryTests {
             #expect(delivery["state"] as? String == "delivered")
             #expect(delivery["status"] as? Int == 200)
             #expect(delivery["attempts"] as? Int == 1)
+            #expect(delivery["platform"] as? String == "apns")
+            #expect(delivery["messageId"] as? String == delivery["apnsId"] as? String)
 
             try await Task.sleep(for: .milliseconds(200))
             let requests = DeliveryServing.log(fake)
@@ -46,9 +48,9 @@ struct ExecutableDeliveryTests {
             #expect(request["collapseId"] as? String == "match-42")
             #expect(request["apnsId"] as? String == delivery["apnsId"] as? String)
 
-            let answered = try await DeliveryServing.metric("registry_apns_requests_total", [#"status="200""#], port: server.port, key: key)
+            let answered = try await DeliveryServing.metric("registry_provider_requests_total", [#"provider="apns""#, #"status="200""#], port: server.port, key: key)
             #expect(answered == 1)
-            let settled = try await DeliveryServing.metric("registry_deliveries_settled_total", [#"state="delivered""#],
+            let settled = try await DeliveryServing.metric("registry_deliveries_settled_total", [#"provider="apns""#, #"state="delivered""#],
                                                            port: server.port, key: key)
             #expect(settled == 1)
             #expect(server.stop() == 0)

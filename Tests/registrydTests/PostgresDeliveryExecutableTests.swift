@@ -43,8 +43,8 @@ struct PostgresDeliveryExecutableTests {
         let counts = try await DeliveryServing.settled(id, port: b.port, key: key, seconds: 60)
         #expect(counts["delivered"] == Self.tokens, "\(counts)")
 
-        let sentByA = try await DeliveryServing.metric("registry_apns_requests_total", [#"status="200""#], port: a.port, key: key)
-        let sentByB = try await DeliveryServing.metric("registry_apns_requests_total", [#"status="200""#], port: b.port, key: key)
+        let sentByA = try await DeliveryServing.metric("registry_provider_requests_total", [#"provider="apns""#, #"status="200""#], port: a.port, key: key)
+        let sentByB = try await DeliveryServing.metric("registry_provider_requests_total", [#"provider="apns""#, #"status="200""#], port: b.port, key: key)
         #expect(Int(sentByA + sentByB) == Self.tokens, "A sent \(sentByA), B sent \(sentByB)")
         #expect(sentByA > 0 && sentByB > 0, "both nodes sent: A \(sentByA), B \(sentByB)")
         #expect(a.stop() == 0)

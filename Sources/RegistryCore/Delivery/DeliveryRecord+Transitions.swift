@@ -2,8 +2,13 @@
 public enum DeliveryReason {
     /// The holder signed out, or its token was removed, before the delivery was sent.
     public static let tokenRemoved = "token_removed"
-    /// The token is an FCM token; the registry sends through APNs only.
+    /// No provider of the token's platform holds credentials for the app
+    /// (decided when the notification is accepted, or when claimed after a
+    /// restart without them).
     public static let platformNotConfigured = "platform_not_configured"
+    /// The request gave no body for the token's platform (`payload` for
+    /// APNs, `fcm` for FCM).
+    public static let noPayloadForPlatform = "no_payload_for_platform"
     /// The notification's app has no APNs topic any more (the sender was restarted without it).
     public static let topicNotConfigured = "topic_not_configured"
     /// Claimed by a sender that stopped (or died) before it knew the outcome.
@@ -45,6 +50,7 @@ extension DeliveryRecord {
         attempts += settlement.requests
         if settlement.retried { retries += 1 }
         tokenFingerprint = settlement.tokenFingerprint
+        if let messageId = settlement.messageId { self.messageId = messageId }
         updatedAt = now
         claimedAt = nil
         if settlement.state == .queued, let notBefore = settlement.notBefore { self.notBefore = notBefore }

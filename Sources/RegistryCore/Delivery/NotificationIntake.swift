@@ -2,7 +2,11 @@ import Foundation
 
 /// Accepts a notification: resolves its target to the tokens the registry
 /// holds now, and stores it with one delivery per token
-/// (`DeliveryStore.enqueue`) before anything is answered.
+/// (`DeliveryStore.enqueue`) before anything is answered. Each token goes
+/// to its platform's provider with its platform's body; a token whose
+/// platform has no body in the request, or no provider for the app, is a
+/// delivery `failed` at once (`no_payload_for_platform`,
+/// `platform_not_configured`), never sent.
 ///
 /// Targets are resolved through the registry's reads, before the enqueue's
 /// transaction: a token registered in between is not added, as for any
@@ -14,13 +18,17 @@ public struct NotificationIntake: Sendable {
     let clock: any WallClock
     /// The most tokens one notification's target may hold.
     let maxDeliveries: Int
+    /// Which platforms each app can be sent on.
+    let capabilities: DeliveryCapabilities
 
     public init(registry: any RegistryStore, deliveries: any DeliveryStore, clock: any WallClock = SystemClock(),
-                maxDeliveries: Int = NotificationRequest.maxDeliveries) {
+                maxDeliveries: Int = NotificationRequest.maxDeliveries,
+                capabilities: DeliveryCapabilities = DeliveryCapabilities(everyApp: [.apns])) {
         self.registry = registry
         self.deliveries = deliveries
         self.clock = clock
         self.maxDeliveries = maxDeliveries
+        self.capabilities = capabilities
     }
 
     /// Throws `RegistryError.invalidField(field: "target")` when the target
@@ -32,17 +40,28 @@ public struct NotificationIntake: Sendable {
         let id = UUID().uuidString.lowercased()
         var counts = DeliveryCounts()
         let records = targets.enumerated().map { index, found in
-            let apns = found.platform == .apns
-            counts.move(from: nil, to: apns ? .queued : .failed)
+            let refusal = self.refusal(found.platform, request)
+            counts.move(from: nil, to: refusal == nil ? .queued : .failed)
             return DeliveryRecord(notificationId: id, index: UInt32(index), target: found.target,
                                   tokenFingerprint: HistoryEvent.fingerprint(of: found.token), platform: found.platform,
-                                  environment: found.environment, state: apns ? .queued : .failed,
-                                  apnsId: UUID().uuidString.lowercased(), status: nil,
-                                  reason: apns ? nil : DeliveryReason.platformNotConfigured, attempts: 0, retries: 0,
-                                  updatedAt: now, notBefore: now, claimedAt: nil)
+                                  environment: found.environment, state: refusal == nil ? .queued : .failed,
+                                  apnsId: found.platform == .apns ? UUID().uuidString.lowercased() : "", status: nil,
+                                  reason: refusal, attempts: 0, retries: 0, updatedAt: now, notBefore: now, claimedAt: nil)
         }
         let notification = NotificationRecord(id: id, createdAt: now, request: request, counts: counts)
         return try await deliveries.enqueue(notification, records)
+    }
+
+    /// Why a token of `platform` is not sent for `request`, or `nil`: no
+    /// provider for the app comes first (it is the operator's to fix),
+    /// then a request without that platform's body.
+    private func refusal(_ platform: Platform, _ request: NotificationRequest) -> String? {
+        if !capabilities.canSend(platform, appId: request.appId) { return DeliveryReason.platformNotConfigured }
+        let body = switch platform {
+        case .apns: request.payload
+        case .fcm: request.fcm
+        }
+        return body == nil ? DeliveryReason.noPayloadForPlatform : nil
     }
 
     struct Found {

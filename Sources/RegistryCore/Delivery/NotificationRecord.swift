@@ -5,7 +5,10 @@ public struct NotificationRecord: Sendable, Hashable {
     public var createdAt: Timestamp
     public var appId: String
     public var pushType: PushType
-    public var payload: [UInt8]
+    /// The APNs payload as sent (`nil`: the request gave none).
+    public var payload: [UInt8]?
+    /// The FCM message members as sent, without a target (`nil`: none given).
+    public var fcm: [UInt8]?
     public var priority: Int
     public var expiration: Timestamp
     public var collapseId: String?
@@ -15,19 +18,20 @@ public struct NotificationRecord: Sendable, Hashable {
 
     public init(id: String, createdAt: Timestamp, request: NotificationRequest, counts: DeliveryCounts) {
         self.init(id: id, createdAt: createdAt, appId: request.appId, pushType: request.pushType, payload: request.payload,
-                  priority: request.priority,
+                  fcm: request.fcm, priority: request.priority,
                   expiration: request.expiration ?? createdAt.adding(NotificationRequest.defaultLifetime),
                   collapseId: request.collapseId, idempotencyKey: request.idempotencyKey, digest: request.digest,
                   counts: counts)
     }
 
-    package init(id: String, createdAt: Timestamp, appId: String, pushType: PushType, payload: [UInt8], priority: Int,
+    package init(id: String, createdAt: Timestamp, appId: String, pushType: PushType, payload: [UInt8]?, fcm: [UInt8]?, priority: Int,
                  expiration: Timestamp, collapseId: String?, idempotencyKey: String?, digest: [UInt8], counts: DeliveryCounts) {
         self.id = id
         self.createdAt = createdAt
         self.appId = appId
         self.pushType = pushType
         self.payload = payload
+        self.fcm = fcm
         self.priority = priority
         self.expiration = expiration
         self.collapseId = collapseId
@@ -83,11 +87,15 @@ public struct DeliveryRecord: Sendable, Hashable {
     /// The environment that answered last (at first: the token's).
     public var environment: APNsEnvironment
     public var state: DeliveryState
-    /// Chosen when the delivery is created; the same on every request for it.
+    /// APNs deliveries: chosen when the delivery is created, the same on
+    /// every request for it (`apns-id`); `""` for other platforms.
     public var apnsId: String
-    /// APNs' last HTTP status, if any.
+    /// The provider's id of the delivered message (APNs' `apns-id`, FCM's
+    /// `name`); `nil` until one is known.
+    public var messageId: String?
+    /// The provider's last HTTP status, if any.
     public var status: Int?
-    /// APNs' last reason, or the registry's (`token_removed`, `platform_not_configured`, ...).
+    /// The provider's last reason, or the registry's (`token_removed`, `platform_not_configured`, ...).
     public var reason: String?
     /// Every request sent for it.
     public var attempts: Int
@@ -100,8 +108,8 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var claimedAt: Timestamp?
 
     public init(notificationId: String, index: UInt32, target: DeliveryTarget, tokenFingerprint: String, platform: Platform,
-                environment: APNsEnvironment, state: DeliveryState, apnsId: String, status: Int?, reason: String?,
-                attempts: Int, retries: Int, updatedAt: Timestamp, notBefore: Timestamp, claimedAt: Timestamp?) {
+                environment: APNsEnvironment, state: DeliveryState, apnsId: String, messageId: String? = nil, status: Int?,
+                reason: String?, attempts: Int, retries: Int, updatedAt: Timestamp, notBefore: Timestamp, claimedAt: Timestamp?) {
         self.notificationId = notificationId
         self.index = index
         self.target = target
@@ -110,6 +118,7 @@ public struct DeliveryRecord: Sendable, Hashable {
         self.environment = environment
         self.state = state
         self.apnsId = apnsId
+        self.messageId = messageId
         self.status = status
         self.reason = reason
         self.attempts = attempts
@@ -150,9 +159,12 @@ public struct DeliverySettlement: Sendable, Hashable {
     public var notBefore: Timestamp?
     /// The fingerprint of the token this claim sent to.
     public var tokenFingerprint: String
+    /// The provider's id of the delivered message, when it gave one.
+    public var messageId: String?
 
     public init(notificationId: String, index: UInt32, state: DeliveryState, status: Int?, reason: String?,
-                environment: APNsEnvironment, requests: Int, retried: Bool, notBefore: Timestamp?, tokenFingerprint: String) {
+                environment: APNsEnvironment, requests: Int, retried: Bool, notBefore: Timestamp?, tokenFingerprint: String,
+                messageId: String? = nil) {
         self.notificationId = notificationId
         self.index = index
         self.state = state
@@ -163,6 +175,7 @@ public struct DeliverySettlement: Sendable, Hashable {
         self.retried = retried
         self.notBefore = notBefore
         self.tokenFingerprint = tokenFingerprint
+        self.messageId = messageId
     }
 }
 

@@ -23,8 +23,12 @@ public struct NotificationRequest: Sendable, Hashable {
     public var target: NotificationTarget
     public var appId: String
     public var pushType: PushType
-    /// The payload as the registry sends it (compact JSON, at most 4,096 bytes).
-    public var payload: [UInt8]
+    /// The APNs payload as the registry sends it (compact JSON, at most
+    /// 4,096 bytes); `nil` when the request gave none.
+    public var payload: [UInt8]?
+    /// FCM's `Message` members as the registry sends them, without a
+    /// target (compact JSON, at most 4,096 bytes); `nil` when none given.
+    public var fcm: [UInt8]?
     /// 10, 5 or 1.
     public var priority: Int
     /// Past it, a delivery not yet sent becomes `expired`; `nil`: an hour
@@ -38,12 +42,13 @@ public struct NotificationRequest: Sendable, Hashable {
     /// when the digests match.
     public var digest: [UInt8]
 
-    public init(target: NotificationTarget, appId: String, pushType: PushType, payload: [UInt8], priority: Int,
-                expiration: Timestamp?, collapseId: String?, idempotencyKey: String?, digest: [UInt8]) {
+    public init(target: NotificationTarget, appId: String, pushType: PushType, payload: [UInt8]?, fcm: [UInt8]? = nil,
+                priority: Int, expiration: Timestamp?, collapseId: String?, idempotencyKey: String?, digest: [UInt8]) {
         self.target = target
         self.appId = appId
         self.pushType = pushType
         self.payload = payload
+        self.fcm = fcm
         self.priority = priority
         self.expiration = expiration
         self.collapseId = collapseId
@@ -53,7 +58,8 @@ public struct NotificationRequest: Sendable, Hashable {
 
     /// How long a notification given no expiration may wait to be sent.
     public static let defaultLifetime: Duration = .seconds(3600)
-    /// APNs' payload limit, in bytes, as sent.
+    /// APNs' payload limit, in bytes, as sent; the registry holds FCM's
+    /// message members to the same.
     public static let maxPayloadBytes = 4096
     /// The most deliveries one notification may hold: a larger fan-out is
     /// refused rather than accepted in one enormous transaction.

@@ -96,10 +96,12 @@ public struct RegistrationOutcome: Hashable, Sendable {
     }
 }
 
-/// Which APNs feedback reasons remove a token. All three do; the reason is
-/// kept for logs and metrics.
+/// Why a provider (or a sender's feedback) says a token is dead. Every one
+/// removes the token; the reason is kept for history, logs and metrics.
 public enum FeedbackReason: String, Sendable, Hashable, CaseIterable {
     case unregistered = "Unregistered"
     case badDeviceToken = "BadDeviceToken"
     case deviceTokenNotForTopic = "DeviceTokenNotForTopic"
+    /// FCM: the registration token is not a valid FCM token (`INVALID_ARGUMENT` about `message.token`).
+    case invalidToken = "InvalidToken"
 }

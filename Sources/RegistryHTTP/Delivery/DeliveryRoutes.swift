@@ -1,20 +1,21 @@
 import RegistryCore
 
 /// What the notification routes need when delivery is configured (an APNs
-/// key was given): without it they answer `409 delivery_not_configured`.
+/// key or an FCM service account was given): without it they answer `409
+/// delivery_not_configured`.
 public struct DeliveryRoutes: Sendable {
     public var intake: NotificationIntake
     public var store: any DeliveryStore
-    /// The APNs topic (bundle id) of each app that may be sent to.
-    public var topics: [String: String]
+    /// Which platforms each app can be sent on (an app with none is a 400).
+    public var capabilities: DeliveryCapabilities
     /// Called after a notification was stored, so the sender claims it at once.
     public var accepted: @Sendable () -> Void
 
-    public init(intake: NotificationIntake, store: any DeliveryStore, topics: [String: String],
+    public init(intake: NotificationIntake, store: any DeliveryStore, capabilities: DeliveryCapabilities,
                 accepted: @escaping @Sendable () -> Void) {
         self.intake = intake
         self.store = store
-        self.topics = topics
+        self.capabilities = capabilities
         self.accepted = accepted
     }
 }
@@ -22,7 +23,7 @@ public struct DeliveryRoutes: Sendable {
 extension APIError {
     static let deliveryNotConfigured = APIError(
         status: 409, code: "delivery_not_configured",
-        message: "delivery is not configured: start registryd with --apns-key-file (and --apns-key-id, --apns-team-id, --apns-topic)")
+        message: "delivery is not configured: start registryd with --apns-key-file (and --apns-key-id, --apns-team-id, --apns-topic) or --fcm-service-account APPID=FILE")
 
     static let idempotencyKeyReused = APIError(
         status: 409, code: "idempotency_key_reused",

@@ -5,21 +5,18 @@ import RegistryCore
 /// `POST /internal/v1/notifications`'s body, checked member by member (each
 /// failure a 400 naming the member, an oversized payload a 413).
 enum NotificationBody {
-    static func parse(_ body: [UInt8], topics: [String: String]) throws(APIError) -> NotificationRequest {
+    static func parse(_ body: [UInt8], capabilities: DeliveryCapabilities) throws(APIError) -> NotificationRequest {
         let fields = try BodyFields(body: body)
         let target = try self.target(fields)
         let appId = try fields.optionalAppId() ?? Identifier.defaultAppId
-        guard topics[appId] != nil else {
-            throw .invalidField("appId", "names an app without an APNs topic (--apns-topic \(appId)=BUNDLEID)")
+        guard capabilities.servesAny(appId: appId) else {
+            throw .invalidField("appId", "names an app without an APNs topic or FCM service account "
+                                + "(--apns-topic \(appId)=BUNDLEID, --fcm-service-account \(appId)=FILE)")
         }
         let pushType = try self.pushType(fields, target)
-        guard case .object? = fields.object["payload"], let payload = JSONMemberText.compact("payload", in: body) else {
-            throw .invalidField("payload", fields.object["payload"] == nil ? "is required" : "must be a JSON object")
-        }
-        guard payload.count <= NotificationRequest.maxPayloadBytes else {
-            throw APIError(status: 413, code: "payload_too_large",
-                           message: "payload is \(payload.count) bytes as sent; APNs takes at most \(NotificationRequest.maxPayloadBytes)")
-        }
+        let payload = try self.payload(fields, body)
+        let fcm = try FCMMessageBody.parse(fields, body)
+        guard payload != nil || fcm != nil else { throw .invalidField("payload", "is required (or fcm, for Android tokens)") }
         let priority = Int(try integer(fields, "priority") ?? (pushType == .background ? 5 : 10))
         guard [10, 5, 1].contains(priority) else { throw .invalidField("priority", "must be 10, 5 or 1") }
         let givenExpiration = try integer(fields, "expiration")
@@ -38,12 +35,29 @@ enum NotificationBody {
         // (the expiration as given, not its default, which moves with the clock).
         var canonical = JSONWriter()
         canonical.write(.array([
-            .string(describe(target)), .string(appId), .string(pushType.rawValue), .string(String(decoding: payload, as: UTF8.self)),
+            .string(describe(target)), .string(appId), .string(pushType.rawValue),
+            payload.map { .string(String(decoding: $0, as: UTF8.self)) } ?? .null,
             .int(Int64(priority)), givenExpiration.map { .int($0) } ?? .null, collapseId.map { .string($0) } ?? .null,
-        ]))
-        return NotificationRequest(target: target, appId: appId, pushType: pushType, payload: payload, priority: priority,
+        ] + (fcm.map { [.string(String(decoding: $0, as: UTF8.self))] } ?? [])))
+        return NotificationRequest(target: target, appId: appId, pushType: pushType, payload: payload, fcm: fcm, priority: priority,
                                    expiration: givenExpiration.map { Timestamp(milliseconds: $0 * 1000) }, collapseId: collapseId, idempotencyKey: idempotencyKey,
                                    digest: SHA256.hash(canonical.bytes))
+    }
+
+    /// `payload`, APNs's body: a JSON object as sent (compact), at most
+    /// 4,096 bytes (413 beyond); `nil` when absent.
+    private static func payload(_ fields: BodyFields, _ body: [UInt8]) throws(APIError) -> [UInt8]? {
+        switch fields.object["payload"] {
+        case nil, .null?: return nil
+        case .object?: break
+        case let other?: throw .invalidField("payload", "must be a JSON object, got \(other.typeName)")
+        }
+        guard let payload = JSONMemberText.compact("payload", in: body) else { throw .invalidField("payload", "must be a JSON object") }
+        guard payload.count <= NotificationRequest.maxPayloadBytes else {
+            throw APIError(status: 413, code: "payload_too_large",
+                           message: "payload is \(payload.count) bytes as sent; APNs takes at most \(NotificationRequest.maxPayloadBytes)")
+        }
+        return payload
     }
 
     private static func target(_ fields: BodyFields) throws(APIError) -> NotificationTarget {

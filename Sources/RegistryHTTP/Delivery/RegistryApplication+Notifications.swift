@@ -9,7 +9,7 @@ import RegistryCore
 extension RegistryApplication {
     func acceptNotification(_ call: Call) async throws -> HTTPResponse {
         guard let delivery else { throw APIError.deliveryNotConfigured }
-        let request = try NotificationBody.parse(call.request.body, topics: delivery.topics)
+        let request = try NotificationBody.parse(call.request.body, capabilities: delivery.capabilities)
         let outcome: EnqueueOutcome
         do {
             outcome = try await delivery.intake.accept(request)
@@ -132,7 +132,9 @@ extension RegistryApplication {
         w.member("tokenFingerprint", d.tokenFingerprint)
         w.member("environment", d.environment.rawValue)
         w.member("state", d.state.rawValue)
-        w.member("apnsId", d.apnsId)
+        w.member("platform", d.platform.rawValue)
+        w.member("apnsId", d.platform == .apns ? d.apnsId : nil)
+        w.member("messageId", d.messageId ?? (d.platform == .apns ? d.apnsId : nil))
         w.member("status", d.status.map { UInt64($0) })
         w.member("reason", d.reason)
         w.member("attempts", Int64(d.attempts))

@@ -23,12 +23,12 @@ public final class DeliveryTelemetry: DeliveryObserver {
         self.quiet = quiet
     }
 
-    public func apnsRequest(status: Int?, reason: String?, outcome: String, seconds: Double) {
-        metrics.delivery.recordAPNsRequest(status: status, reason: reason, outcome: outcome, seconds: seconds)
+    public func providerRequest(_ provider: Platform, status: Int?, reason: String?, outcome: String, seconds: Double) {
+        metrics.delivery.recordRequest(provider, status: status, reason: reason, outcome: outcome, seconds: seconds)
     }
 
     public func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {
-        metrics.delivery.recordSettled(settlement.state)
+        metrics.delivery.recordSettled(claimed.delivery.platform, settlement.state)
         guard settlement.state == .failed || settlement.state == .unknown || settlement.state == .expired else { return }
         var fields: [(String, JSONWriter.Value)] = []
         fields.append(("notificationId", .string(settlement.notificationId)))
@@ -36,6 +36,7 @@ public final class DeliveryTelemetry: DeliveryObserver {
         fields.append(("deviceId", .string(claimed.delivery.target.deviceId)))
         fields.append(("appId", .string(claimed.delivery.target.appId)))
         fields.append(("kind", .string(claimed.delivery.target.kind.rawValue)))
+        fields.append(("platform", .string(claimed.delivery.platform.rawValue)))
         fields.append(("tokenFingerprint", .string(settlement.tokenFingerprint)))
         fields.append(("environment", .string(settlement.environment.rawValue)))
         fields.append(("state", .string(settlement.state.rawValue)))
@@ -45,35 +46,41 @@ public final class DeliveryTelemetry: DeliveryObserver {
     }
 
     public func abandoned(_ count: Int) {
-        metrics.delivery.recordSettled(.unknown, count: count)
+        metrics.delivery.recordAbandoned(count)
         logger.warning("deliveries_abandoned", [
             ("count", .int(Int64(count))), ("state", .string("unknown")),
             ("detail", .string("claimed by a sender that stopped or died before it knew the outcome; never sent again")),
         ])
     }
 
-    public func providerTokenRenewed() { metrics.delivery.recordRenewal() }
+    public func credentialRenewed(_ provider: Platform) { metrics.delivery.recordRenewal(provider) }
 
-    public func configurationProblem(reason: String, claimed: ClaimedDelivery) {
-        metrics.delivery.recordConfigurationError(reason: reason)
+    public func configurationProblem(_ provider: Platform, reason: String, appId: String) {
+        metrics.delivery.recordConfigurationError(provider, reason: reason)
         let now = ContinuousClock.now
+        let burstKey = provider.rawValue + " " + reason
         let suppressed: Int? = bursts.withLock { bursts in
-            if var burst = bursts[reason], now - burst.lastLogged < quiet {
+            if var burst = bursts[burstKey], now - burst.lastLogged < quiet {
                 burst.suppressed += 1
-                bursts[reason] = burst
+                bursts[burstKey] = burst
                 return nil
             }
-            let before = bursts[reason]?.suppressed ?? 0
-            bursts[reason] = Burst(lastLogged: now, suppressed: 0)
+            let before = bursts[burstKey]?.suppressed ?? 0
+            bursts[burstKey] = Burst(lastLogged: now, suppressed: 0)
             return before
         }
         guard let suppressed else { return }
-        logger.error("apns_configuration_error", [
-            ("reason", .string(reason)), ("appId", .string(claimed.delivery.target.appId)),
-            ("suppressedSinceLast", .int(Int64(suppressed))),
-            ("detail", .string("APNs refused the request for the sender's key, team or topic; check --apns-key-id, --apns-team-id, --apns-topic and the key file")),
+        logger.error("\(provider.rawValue)_configuration_error", [
+            ("provider", .string(provider.rawValue)), ("reason", .string(reason)), ("appId", .string(appId)),
+            ("suppressedSinceLast", .int(Int64(suppressed))), ("detail", .string(Self.configurationAdvice[provider] ?? "")),
         ])
     }
+
+    /// What an operator checks when a provider blames the configuration.
+    static let configurationAdvice: [Platform: String] = [
+        .apns: "APNs refused the request for the sender's key, team or topic; check --apns-key-id, --apns-team-id, --apns-topic and the key file",
+        .fcm: "FCM refused the request for the sender's credentials; check --fcm-service-account (the Firebase project of the app's Android tokens, the account's roles, a revoked key)",
+    ]
 
     public func senderError(_ what: String, _ error: any Error) {
         logger.error("delivery_sender_error", [("during", .string(what)), ("error", .string(String(describing: error)))])

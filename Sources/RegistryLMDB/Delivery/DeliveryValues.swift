@@ -1,14 +1,18 @@
 import RegistryCore
 
-/// Stored encodings of the delivery queue (`ByteWriter`/`ByteReader`,
-/// version 1).
+/// Stored encodings of the delivery queue (`ByteWriter`/`ByteReader`).
+/// Version 2 added a notification's FCM body (and made its APNs payload
+/// optional) and a delivery's message id; version 1 values, written before,
+/// are read as they are (no payload flag, no FCM body, no message id), so
+/// an existing data directory needs no migration step.
 extension NotificationRecord {
     func encoded() -> [UInt8] {
-        var w = ByteWriter(version: 1)
+        var w = ByteWriter(version: 2)
         w.timestamp(createdAt)
         w.string(appId)
         w.byte(UInt8(PushType.allCases.firstIndex(of: pushType)!))
-        w.blob(payload)
+        w.optionalBlob(payload)
+        w.optionalBlob(fcm)
         w.varint(UInt64(priority))
         w.timestamp(expiration)
         w.optional(collapseId)
@@ -19,11 +23,18 @@ extension NotificationRecord {
     }
 
     init(id: String, decoding bytes: [UInt8]) throws(StoredValueError) {
-        var r = try ByteReader(bytes, what: "notification", versions: 1...1)
+        var r = try ByteReader(bytes, what: "notification", versions: 1...2)
         let createdAt = try r.timestamp()
         let appId = try r.string()
         let pushType = try r.enumValue(PushType.self, PushType.allCases)
-        let payload = Array(try r.blob())
+        let payload: [UInt8]?
+        var fcm: [UInt8]?
+        if r.version == 1 {
+            payload = Array(try r.blob())
+        } else {
+            payload = try r.optionalBlob()
+            fcm = try r.optionalBlob()
+        }
         let priority = Int(try r.varint())
         let expiration = try r.timestamp()
         let collapseId = try r.optionalString()
@@ -32,14 +43,14 @@ extension NotificationRecord {
         var counts = DeliveryCounts()
         for state in DeliveryState.allCases { counts[state] = Int(try r.varint()) }
         try r.finish()
-        self.init(id: id, createdAt: createdAt, appId: appId, pushType: pushType, payload: payload, priority: priority,
+        self.init(id: id, createdAt: createdAt, appId: appId, pushType: pushType, payload: payload, fcm: fcm, priority: priority,
                   expiration: expiration, collapseId: collapseId, idempotencyKey: idempotencyKey, digest: digest, counts: counts)
     }
 }
 
 extension DeliveryRecord {
     func encoded() -> [UInt8] {
-        var w = ByteWriter(version: 1)
+        var w = ByteWriter(version: 2)
         w.string(target.userId)
         w.string(target.appId)
         w.string(target.deviceId)
@@ -58,11 +69,12 @@ extension DeliveryRecord {
         w.timestamp(notBefore)
         w.byte(claimedAt == nil ? 0 : 1)
         if let claimedAt { w.timestamp(claimedAt) }
+        w.optional(messageId)
         return w.bytes
     }
 
     init(notificationId: String, index: UInt32, decoding bytes: [UInt8]) throws(StoredValueError) {
-        var r = try ByteReader(bytes, what: "delivery", versions: 1...1)
+        var r = try ByteReader(bytes, what: "delivery", versions: 1...2)
         let target = DeliveryTarget(userId: try r.string(), appId: try r.string(), deviceId: try r.string(),
                                     kind: try r.enumValue(DeliveryTarget.Kind.self, DeliveryTarget.Kind.allCases),
                                     activityId: try r.optionalString())
@@ -78,9 +90,10 @@ extension DeliveryRecord {
         let updatedAt = try r.timestamp()
         let notBefore = try r.timestamp()
         let claimedAt = try r.byte() == 0 ? nil : try r.timestamp()
+        let messageId = r.version == 1 ? nil : try r.optionalString()
         try r.finish()
         self.init(notificationId: notificationId, index: index, target: target, tokenFingerprint: fingerprint,
-                  platform: platform, environment: environment, state: state, apnsId: apnsId,
+                  platform: platform, environment: environment, state: state, apnsId: apnsId, messageId: messageId,
                   status: status == 0 ? nil : status, reason: reason, attempts: attempts, retries: retries,
                   updatedAt: updatedAt, notBefore: notBefore, claimedAt: claimedAt)
     }
@@ -92,10 +105,20 @@ extension ByteWriter {
         byte(s == nil ? 0 : 1)
         if let s { string(s) }
     }
+
+    /// A flag byte, then the bytes when present.
+    mutating func optionalBlob(_ b: [UInt8]?) {
+        byte(b == nil ? 0 : 1)
+        if let b { blob(b) }
+    }
 }
 
 extension ByteReader {
     mutating func optionalString() throws(StoredValueError) -> String? {
         try byte() == 0 ? nil : try string()
+    }
+
+    mutating func optionalBlob() throws(StoredValueError) -> [UInt8]? {
+        try byte() == 0 ? nil : Array(try blob())
     }
 }

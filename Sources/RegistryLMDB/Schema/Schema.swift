@@ -32,7 +32,10 @@ package struct Schema: Sendable {
     /// 5: the sweep leaves the owner entries of what it deletes, logged in
     /// `ownerCleanup`, for a pass in key order (`OwnerCleanup`); an older
     /// `check` would call them damage. Nothing to migrate.
-    package static let version: UInt64 = 5
+    /// 6: notifications may hold an FCM body and deliveries a message id
+    /// (their values' version 2); version 1 values are read as they are,
+    /// so nothing to migrate, but an older build would refuse the new values.
+    package static let version: UInt64 = 6
 
     package let devices: Database
     package let pushTokens: Database

@@ -25,6 +25,9 @@ import LMDB
 /// 4 → 5: nothing to move: `v3.ownerCleanup` is opened (created empty)
 /// with the other databases.
 ///
+/// 5 → 6: nothing to move: the delivery queue's version 1 values are read
+/// as they are (`DeliveryValues`), new ones are written as version 2.
+///
 /// The new version is written last.
 struct SchemaMigration {
     let environment: Environment

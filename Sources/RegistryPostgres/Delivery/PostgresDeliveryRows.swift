@@ -2,7 +2,7 @@ import Foundation
 import RegistryCore
 import Postgres
 
-/// How the delivery queue's rows (migration 3) become records and back:
+/// How the delivery queue's rows (migrations 3 and 4) become records and back:
 /// the column lists, their decoding, and the array parameters that carry
 /// many rows in one statement.
 enum PostgresDeliveryRows {
@@ -15,7 +15,8 @@ enum PostgresDeliveryRows {
 
     /// The notification columns, in the order `notification` reads them.
     static let notificationColumns = (["id::text", "created_at", "app_id", "push_type", "payload", "priority", "expiration",
-                                       "collapse_id", "idempotency_key", "digest"] + countColumnNames).joined(separator: ", ")
+                                       "collapse_id", "idempotency_key", "digest"] + countColumnNames + ["fcm"])
+        .joined(separator: ", ")
 
     /// `notificationColumns` of a table alias.
     static func notificationColumns(of alias: String) -> String {
@@ -32,24 +33,24 @@ enum PostgresDeliveryRows {
         }
         return NotificationRecord(
             id: try r.string(row, column) ?? "", createdAt: try timestamp(r, row, column + 1),
-            appId: try r.string(row, column + 2) ?? "", pushType: pushType, payload: try r.bytes(row, column + 4) ?? [],
-            priority: Int(try r.int64(row, column + 5) ?? 0), expiration: try timestamp(r, row, column + 6),
+            appId: try r.string(row, column + 2) ?? "", pushType: pushType, payload: try r.bytes(row, column + 4),
+            fcm: try r.bytes(row, column + 10 + DeliveryState.allCases.count), priority: Int(try r.int64(row, column + 5) ?? 0), expiration: try timestamp(r, row, column + 6),
             collapseId: try r.string(row, column + 7), idempotencyKey: try r.string(row, column + 8),
             digest: try r.bytes(row, column + 9) ?? [], counts: counts)
     }
 
     /// The parameters of `INSERT INTO registry_notifications` in `notificationColumns` order.
     static func notificationParameters(_ n: NotificationRecord, id: String) -> [PostgresValue?] {
-        [.text(id), .int64(n.createdAt.milliseconds), .text(n.appId), .text(n.pushType.rawValue), .bytea(n.payload),
+        [.text(id), .int64(n.createdAt.milliseconds), .text(n.appId), .text(n.pushType.rawValue), n.payload.map { .bytea($0) },
          .int64(Int64(n.priority)), .int64(n.expiration.milliseconds), n.collapseId.map { .text($0) },
          n.idempotencyKey.map { .text($0) }, .bytea(n.digest)]
-            + DeliveryState.allCases.map { .int64(Int64(n.counts[$0])) }
+            + DeliveryState.allCases.map { .int64(Int64(n.counts[$0])) } + [n.fcm.map { .bytea($0) }]
     }
 
     /// The delivery columns, in the order `delivery` reads them.
     static let deliveryColumns = """
         notification_id::text, idx, user_id, app_id, device_id, kind, activity_id, token_fingerprint, platform, \
-        environment, state, apns_id, status, reason, attempts, retries, updated_at, not_before, claimed_at
+        environment, state, apns_id, status, reason, attempts, retries, updated_at, not_before, claimed_at, message_id
         """
 
     static func delivery(_ r: PostgresResult, _ row: Int) throws -> DeliveryRecord {
@@ -64,7 +65,7 @@ enum PostgresDeliveryRows {
         return DeliveryRecord(
             notificationId: try r.string(row, 0) ?? "", index: UInt32(clamping: try r.int64(row, 1) ?? 0), target: target,
             tokenFingerprint: try r.string(row, 7) ?? "", platform: platform, environment: environment, state: state,
-            apnsId: try r.string(row, 11) ?? "", status: try r.int64(row, 12).map { Int($0) },
+            apnsId: try r.string(row, 11) ?? "", messageId: try r.string(row, 19), status: try r.int64(row, 12).map { Int($0) },
             reason: try r.string(row, 13), attempts: Int(try r.int64(row, 14) ?? 0), retries: Int(try r.int64(row, 15) ?? 0),
             updatedAt: try timestamp(r, row, 16), notBefore: try timestamp(r, row, 17),
             claimedAt: r.isNull(row, 18) ? nil : try timestamp(r, row, 18))

@@ -15,7 +15,7 @@ struct PostgresDeliveryWrites {
         let parameters = PostgresDeliveryRows.notificationParameters(notification, id: id)
         try connection.query("""
             INSERT INTO registry_notifications (id, created_at, app_id, push_type, payload, priority, expiration,
-                collapse_id, idempotency_key, digest, \(PostgresDeliveryRows.countColumnNames.joined(separator: ", ")))
+                collapse_id, idempotency_key, digest, \(PostgresDeliveryRows.countColumnNames.joined(separator: ", ")), fcm)
             VALUES (\((1...parameters.count).map { "$\($0)" }.joined(separator: ", ")))
             """, parameters)
     }
@@ -28,10 +28,10 @@ struct PostgresDeliveryWrites {
             try connection.query("""
                 INSERT INTO registry_deliveries (notification_id, idx, user_id, app_id, device_id, kind, activity_id,
                     token_fingerprint, platform, environment, state, apns_id, status, reason, attempts, retries,
-                    updated_at, not_before, claimed_at)
+                    updated_at, not_before, claimed_at, message_id)
                 SELECT $1::uuid, * FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::integer[], $14::text[],
-                    $15::integer[], $16::integer[], $17::bigint[], $18::bigint[], $19::bigint[])
+                    $15::integer[], $16::integer[], $17::bigint[], $18::bigint[], $19::bigint[], $20::text[])
                 """, [.text(notificationId), Self.integers(batch) { Int64($0.index) },
                       Self.texts(batch) { $0.target.userId }, Self.texts(batch) { $0.target.appId },
                       Self.texts(batch) { $0.target.deviceId }, Self.texts(batch) { $0.target.kind.rawValue },
@@ -41,7 +41,7 @@ struct PostgresDeliveryWrites {
                       Self.integers(batch) { $0.status.map(Int64.init) }, Self.texts(batch) { $0.reason },
                       Self.integers(batch) { Int64($0.attempts) }, Self.integers(batch) { Int64($0.retries) },
                       Self.integers(batch) { $0.updatedAt.milliseconds }, Self.integers(batch) { $0.notBefore.milliseconds },
-                      Self.integers(batch) { $0.claimedAt?.milliseconds }])
+                      Self.integers(batch) { $0.claimedAt?.milliseconds }, Self.texts(batch) { $0.messageId }])
             start += batch.count
         }
     }
@@ -53,18 +53,20 @@ struct PostgresDeliveryWrites {
         try connection.query("""
             UPDATE registry_deliveries d SET state = u.state, environment = u.environment,
                 token_fingerprint = u.token_fingerprint, status = u.status, reason = u.reason, attempts = u.attempts,
-                retries = u.retries, updated_at = u.updated_at, not_before = u.not_before, claimed_at = u.claimed_at
+                retries = u.retries, updated_at = u.updated_at, not_before = u.not_before, claimed_at = u.claimed_at,
+                message_id = u.message_id
             FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::text[],
-                        $8::integer[], $9::integer[], $10::bigint[], $11::bigint[], $12::bigint[])
+                        $8::integer[], $9::integer[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[])
                 AS u(notification_id, idx, state, environment, token_fingerprint, status, reason, attempts, retries,
-                     updated_at, not_before, claimed_at)
+                     updated_at, not_before, claimed_at, message_id)
             WHERE d.notification_id = u.notification_id AND d.idx = u.idx
             """, [Self.texts(deliveries) { $0.notificationId }, Self.integers(deliveries) { Int64($0.index) },
                   Self.texts(deliveries) { $0.state.rawValue }, Self.texts(deliveries) { $0.environment.rawValue },
                   Self.texts(deliveries) { $0.tokenFingerprint }, Self.integers(deliveries) { $0.status.map(Int64.init) },
                   Self.texts(deliveries) { $0.reason }, Self.integers(deliveries) { Int64($0.attempts) },
                   Self.integers(deliveries) { Int64($0.retries) }, Self.integers(deliveries) { $0.updatedAt.milliseconds },
-                  Self.integers(deliveries) { $0.notBefore.milliseconds }, Self.integers(deliveries) { $0.claimedAt?.milliseconds }])
+                  Self.integers(deliveries) { $0.notBefore.milliseconds }, Self.integers(deliveries) { $0.claimedAt?.milliseconds },
+                  Self.texts(deliveries) { $0.messageId }])
     }
 
     /// Adds `changes` (per notification id, how many deliveries each state

@@ -157,6 +157,15 @@ enum PostgresSchema {
                 created_at bigint NOT NULL
             );
             """),
+        // Delivery through more than one provider: a notification holds
+        // an FCM body besides (or instead of) its APNs payload, and a
+        // delivery the provider's message id (FCM's `name`). Columns added
+        // nullable without a default, so existing rows need no rewrite.
+        PostgresMigration(version: 4, sql: """
+            ALTER TABLE registry_notifications ALTER COLUMN payload DROP NOT NULL;
+            ALTER TABLE registry_notifications ADD COLUMN fcm bytea;
+            ALTER TABLE registry_deliveries ADD COLUMN message_id text;
+            """),
     ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
 
     /// The highest migration this build knows: a database migrated further

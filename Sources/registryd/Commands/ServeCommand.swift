@@ -51,7 +51,7 @@ enum ServeCommand: Subcommand {
     static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         let keys = try AuthKeys.configured(settings)
-        let providerKey = try settings.delivery.map(DeliverySetup.providerKey)
+        let providers = try settings.delivery.map(DeliverySetup.providers)
         let logger = Logger(minimumLevel: settings.logLevel)
 
         var signals = sigset_t()
@@ -94,9 +94,9 @@ enum ServeCommand: Subcommand {
             }
         }
         var delivery: DeliverySetup?
-        if let deliverySettings = settings.delivery, let providerKey {
-            delivery = try DeliverySetup(deliverySettings, key: providerKey, store: store,
-                                         singleProcess: settings.backend.isSingleProcess, metrics: metrics, logger: logger)
+        if let providers {
+            delivery = DeliverySetup(providers, store: store, singleProcess: settings.backend.isSingleProcess, metrics: metrics,
+                                     logger: logger)
         }
         let application = RegistryApplication(
             store: store,
@@ -121,8 +121,8 @@ enum ServeCommand: Subcommand {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)"))] + settings.backend.logFields
                     + [("dataDir", .string(settings.dataDirectory)), ("maxConnections", .int(Int64(server.connectionLimit))),
-                       ("delivery", .string(settings.delivery == nil ? "off" : "apns")),
-                       ("apnsTopics", .array((settings.delivery?.topics.keys.sorted() ?? []).map { .string($0) }))])
+                       ("delivery", .string(settings.delivery?.providerNames.joined(separator: ",") ?? "off")),
+                       ("apnsTopics", .array((settings.delivery?.apns?.topics.keys.sorted() ?? []).map { .string($0) }))])
 
         ServiceManagerNotifier.notify("READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(shownHost):\(server.boundPort)")
 

@@ -1,81 +1,16 @@
-import RegistryCore
-
-/// `--apns-*`: delivery through APNs, on when `--apns-key-file` is given.
-/// Every value is checked here, before anything starts; the key file
-/// itself is read by `DeliverySetup` (a file that is not a P-256 private
-/// key stops serve with exit 2 there).
+/// Delivery's settings, one member per provider: delivery is on when any
+/// provider is configured (`--apns-key-file`, …).
 struct DeliverySettings: Sendable {
-    var keyFile: String
-    var keyId: String
-    var teamId: String
-    /// appId → the APNs topic (bundle id).
-    var topics: [String: String]
-    var productionURL = "https://api.push.apple.com"
-    var sandboxURL = "https://api.sandbox.push.apple.com"
-    var caFile: String?
-    var requestTimeout: Duration = .seconds(10)
+    var apns: APNsSettings?
 
-    /// `nil` when no key is configured (the other `--apns-*` flags are then refused, so a
-    /// half-configured sender is never silently off).
+    /// `nil` when no provider is configured.
     static func read(_ arguments: Arguments) throws(Arguments.Failure) -> DeliverySettings? {
-        guard let (keyFile, keySource) = arguments.value("apns-key-file") else {
-            for flag in Flags.delivery where arguments.value(flag) != nil {
-                throw Arguments.Failure(description: "--\(flag) needs --apns-key-file (delivery is off without an APNs key)")
-            }
-            return nil
-        }
-        guard !keyFile.isEmpty else { throw Arguments.Failure(description: "\(keySource) must not be empty") }
-        guard let (keyId, _) = arguments.value("apns-key-id"), Self.isAppleId(keyId) else {
-            throw Arguments.Failure(description: "--apns-key-id is required with --apns-key-file: the key's 10-character id (letters and digits)")
-        }
-        guard let (teamId, _) = arguments.value("apns-team-id"), Self.isAppleId(teamId) else {
-            throw Arguments.Failure(description: "--apns-team-id is required with --apns-key-file: the 10-character team id (letters and digits)")
-        }
-        var settings = DeliverySettings(keyFile: keyFile, keyId: keyId, teamId: teamId, topics: [:])
-        if let (entries, source) = arguments.values("apns-topic") {
-            for entry in entries {
-                let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-                guard parts.count == 2, Identifier.checkAppId(parts[0]) == nil, Self.isBundleId(parts[1]) else {
-                    throw Arguments.Failure(description: "\(source) must be APPID=BUNDLEID (e.g. default=com.example.app), got '\(entry)'")
-                }
-                guard settings.topics[parts[0]] == nil else {
-                    throw Arguments.Failure(description: "\(source) names app '\(parts[0])' twice")
-                }
-                settings.topics[parts[0]] = parts[1]
-            }
-        }
-        if settings.topics.isEmpty {
-            throw Arguments.Failure(description: "--apns-topic is required with --apns-key-file: APPID=BUNDLEID for each app to send to")
-        }
-        for flag in ["apns-production-url", "apns-sandbox-url"] {
-            guard let (url, source) = arguments.value(flag) else { continue }
-            guard url.hasPrefix("https://"), url.count > 8 else {
-                throw Arguments.Failure(description: "\(source) must be an https:// URL (TLS is always verified), got '\(url)'")
-            }
-            if flag == "apns-production-url" { settings.productionURL = url } else { settings.sandboxURL = url }
-        }
-        if let (caFile, source) = arguments.value("apns-ca-file") {
-            guard !caFile.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
-            settings.caFile = caFile
-        }
-        if let timeout = try Settings.duration(arguments, "apns-request-timeout") {
-            guard timeout >= .seconds(1), timeout <= .seconds(600) else {
-                throw Arguments.Failure(description: "--apns-request-timeout must be from 1s to 600s")
-            }
-            settings.requestTimeout = timeout
-        }
-        return settings
+        let settings = DeliverySettings(apns: try APNsSettings.read(arguments))
+        return settings.providerNames.isEmpty ? nil : settings
     }
 
-    /// Apple's key and team ids: 10 letters or digits.
-    static func isAppleId(_ text: String) -> Bool {
-        text.utf8.count == 10 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }
-    }
-
-    /// A bundle id: letters, digits, '.', '-' (what APNs takes as a topic), 1 to 155 bytes.
-    static func isBundleId(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 155 && text.utf8.allSatisfy {
-            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2E || $0 == 0x2D
-        }
+    /// The configured providers' names, for the start line (`apns`, `fcm`).
+    var providerNames: [String] {
+        [apns.map { _ in "apns" }].compactMap { $0 }
     }
 }

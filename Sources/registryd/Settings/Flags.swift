@@ -108,8 +108,8 @@ enum Flags {
     static let store = ["data-dir", "store", "postgres-url", "postgres-pool-size", "device-ttl", "activity-ttl",
                         "max-devices-per-user", "max-activities-per-device", "apps", "token-key-file", "log-level"]
     static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
-    static let delivery = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-production-url",
+    static let apns = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-production-url",
                            "apns-sandbox-url", "apns-ca-file", "apns-request-timeout"]
     static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
-                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + delivery
+                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns
 }

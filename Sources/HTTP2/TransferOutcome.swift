@@ -1,6 +1,6 @@
 import CCurl
 
-/// How a finished libcurl transfer maps to an `APNsResult`'s kind. The
+/// How a finished libcurl transfer maps to an `HTTP2Result`'s kind. The
 /// delivery rules are at-most-once, so only what certainly was never
 /// written is `notSent`; everything else without an answer is `uncertain`.
 ///

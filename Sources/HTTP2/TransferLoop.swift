@@ -10,29 +10,24 @@ final class TransferLoop {
     /// The longest sleep in `curl_multi_poll` (libcurl's own timers shorten it).
     private static let pollMilliseconds: Int32 = 1000
 
-    private let client: APNsClient
+    private let client: HTTP2Client
     private let multi: UnsafeMutableRawPointer
-    /// Streams in flight per environment: connections × streams per connection.
+    /// Streams in flight per origin: connections × streams per connection.
     private let cap: Int
-    /// `https://host:port/3/device/` per environment.
-    private let urlPrefix: [APNsHost: String]
-    private var queued: [APNsHost: SubmissionQueue] = [.production: SubmissionQueue(), .sandbox: SubmissionQueue()]
-    private var inFlight: [APNsHost: Int] = [.production: 0, .sandbox: 0]
+    /// Requests waiting for a stream, and streams in flight, per origin
+    /// (a provider has one origin per host it speaks to: a handful).
+    private var queued: [String: SubmissionQueue] = [:]
+    private var inFlight: [String: Int] = [:]
     /// Every handle made, so the idle ones and those in flight stay alive.
     private var transfers: [Transfer] = []
     private var idle: [Transfer] = []
     private var taken: [Submission] = []
-    private var providerToken = ""
-    private var authorization = ""
 
-    init(client: APNsClient) {
+    init(client: HTTP2Client) {
         self.client = client
         multi = client.multi.multi
         let configuration = client.configuration
         cap = configuration.connectionsPerHost * configuration.maxStreamsPerConnection
-        urlPrefix = Dictionary(uniqueKeysWithValues: APNsHost.allCases.map { host in
-            (host, APNsClient.trimmedBaseURL(configuration.baseURL(host)) + "/3/device/")
-        })
     }
 
     func run() {
@@ -41,7 +36,7 @@ final class TransferLoop {
                 swap(&taken, &mailbox.submissions)
                 return mailbox.phase
             }
-            for submission in taken { queued[submission.request.host]!.append(submission) }
+            for submission in taken { queued[submission.request.origin, default: SubmissionQueue()].append(submission) }
             taken.removeAll(keepingCapacity: true)
             var deadline: ContinuousClock.Instant?
             if case .stopping(let until) = phase {
@@ -66,34 +61,27 @@ final class TransferLoop {
         transfers.removeAll()
     }
 
-    /// Starts queued requests while each environment has room.
+    /// Starts queued requests while each origin has room.
     private func admit() {
-        for host in APNsHost.allCases where !queued[host]!.isEmpty && inFlight[host]! < cap {
-            let token = client.tokens.current()
-            if token != providerToken {
-                providerToken = token
-                authorization = "authorization: bearer \(token)"
-            }
-            while inFlight[host]! < cap, let submission = queued[host]!.popFirst() {
-                start(submission, on: host)
+        for origin in queued.keys where !queued[origin]!.isEmpty && inFlight[origin, default: 0] < cap {
+            while inFlight[origin, default: 0] < cap, let submission = queued[origin]!.popFirst() {
+                start(submission)
             }
         }
     }
 
-    private func start(_ submission: Submission, on host: APNsHost) {
+    private func start(_ submission: Submission) {
         guard let transfer = idle.popLast() ?? makeTransfer() else {
             submission.completion(.notSent("libcurl could not make a transfer handle"))
             return
         }
-        let url = urlPrefix[host]! + submission.request.deviceToken
-        guard transfer.load(submission, url: url, authorization: authorization, providerToken: providerToken),
-              curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
+        guard transfer.load(submission), curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
             _ = transfer.abandon()
             idle.append(transfer)
             submission.completion(.notSent("libcurl refused the request"))
             return
         }
-        inFlight[host]! += 1
+        inFlight[submission.request.origin, default: 0] += 1
     }
 
     private func makeTransfer() -> Transfer? {
@@ -115,7 +103,7 @@ final class TransferLoop {
             guard let pointer else { continue }
             let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
             guard let (submission, result) = transfer.finish(code) else { continue }
-            inFlight[submission.request.host]! -= 1
+            inFlight[submission.request.origin, default: 0] -= 1
             idle.append(transfer)
             any = true
             submission.completion(result)
@@ -124,8 +112,8 @@ final class TransferLoop {
     }
 
     private func refuseQueued() {
-        for host in APNsHost.allCases {
-            while let submission = queued[host]!.popFirst() { submission.completion(.notSent("stopping")) }
+        for origin in queued.keys {
+            while let submission = queued[origin]!.popFirst() { submission.completion(.notSent("stopping")) }
         }
     }
 
@@ -135,7 +123,7 @@ final class TransferLoop {
         for transfer in transfers where transfer.submission != nil {
             curl_multi_remove_handle(multi, transfer.easy)
             guard let (submission, mayHaveBeenWritten) = transfer.abandon() else { continue }
-            inFlight[submission.request.host]! -= 1
+            inFlight[submission.request.origin, default: 0] -= 1
             submission.completion(mayHaveBeenWritten ? .uncertain("stopped") : .notSent("stopped before sending"))
         }
     }

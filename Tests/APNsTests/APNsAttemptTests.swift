@@ -1,8 +1,12 @@
+import APNs
 import RegistryCore
 import Testing
 
-/// The rules of one claim (docs/delivery.md "States and rules"), without a network.
-@Suite struct DeliveryAttemptTests {
+/// The rules of one claim of an APNs delivery (docs/delivery.md "States and
+/// rules"), without a network: APNs's answers within the claim
+/// (`APNsAttempt`), then what the outcome means across claims
+/// (`DeliveryRules`), as the sender applies them one after the other.
+@Suite struct APNsAttemptTests {
     static let now = Timestamp(milliseconds: 1_800_000_000_000)
     static let token = String(repeating: "ab", count: 32)
 
@@ -18,8 +22,9 @@ import Testing
                                notification: NotificationRecord(id: "n", createdAt: now, request: request, counts: DeliveryCounts()))
     }
 
-    static func answer(_ status: Int, _ reason: String? = nil, timestamp: Timestamp? = nil, retryAfter: Duration? = nil) -> PushAnswer {
-        .answered(status: status, reason: reason, timestamp: timestamp, retryAfter: retryAfter)
+    static func answer(_ status: Int, _ reason: String? = nil, timestamp: Timestamp? = nil, retryAfter: Duration? = nil) -> APNsResult {
+        .answered(APNsAnswer(status: status, apnsId: nil, reason: reason, timestamp: timestamp?.milliseconds,
+                             retryAfter: retryAfter.map { Int($0.components.seconds) }, latency: 0, providerToken: ""))
     }
 
     /// The settlement a finishing step carries (fails the test otherwise).
@@ -32,6 +37,7 @@ import Testing
         var attempt = DeliveryAttempt(Self.claimed())
         let (settlement, effect, problem) = try #require(Self.finished(attempt.next(after: Self.answer(200), now: Self.now, jitter: 0.5)))
         #expect(settlement.state == .delivered && settlement.status == 200 && settlement.requests == 1)
+        #expect(settlement.messageId == "id")  // APNs echoed no apns-id: the one the delivery was created with
         #expect(effect == nil && !problem)
         #expect(settlement.tokenFingerprint == HistoryEvent.fingerprint(of: Self.token))
     }
@@ -122,4 +128,32 @@ import Testing
 
 extension Timestamp {
     func addingMilliseconds(_ ms: Int64) -> Timestamp { Timestamp(milliseconds: milliseconds + ms) }
+}
+
+/// `APNsAttempt` then `DeliveryRules`, one step at a time, as
+/// `APNsProvider` and the sender drive them.
+struct DeliveryAttempt {
+    enum Step: Hashable {
+        case send(APNsEnvironment)
+        case renewProviderTokenAndSend(APNsEnvironment)
+        case finish(DeliverySettlement, effect: DeliveryEffect?, configurationProblem: Bool)
+    }
+
+    let claimed: ClaimedDelivery
+    var apns: APNsAttempt
+
+    init(_ claimed: ClaimedDelivery) {
+        self.claimed = claimed
+        apns = APNsAttempt(storedEnvironment: claimed.delivery.environment)
+    }
+
+    mutating func next(after result: APNsResult, now: Timestamp, jitter: Double) -> Step {
+        switch apns.next(after: result, apnsId: claimed.delivery.apnsId) {
+        case .send(let environment): return .send(environment)
+        case .renewProviderTokenAndSend(let environment): return .renewProviderTokenAndSend(environment)
+        case .finish(let outcome):
+            let decision = DeliveryRules.decide(outcome, for: claimed, now: now, jitter: jitter)
+            return .finish(decision.settlement, effect: decision.effect, configurationProblem: decision.configurationProblem)
+        }
+    }
 }

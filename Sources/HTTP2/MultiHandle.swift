@@ -7,8 +7,8 @@ import CCurl
 final class MultiHandle: @unchecked Sendable {
     let multi: UnsafeMutableRawPointer
 
-    init(configuration: APNsClientConfiguration) throws(APNsClientError) {
-        guard let multi = curl_multi_init() else { throw APNsClientError(message: "libcurl could not make a multi handle") }
+    init(configuration: HTTP2ClientConfiguration) throws(HTTP2ClientError) {
+        guard let multi = curl_multi_init() else { throw HTTP2ClientError(message: "libcurl could not make a multi handle") }
         self.multi = multi
         let results = [
             registry_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX),
@@ -17,7 +17,7 @@ final class MultiHandle: @unchecked Sendable {
         ]
         guard results.allSatisfy({ $0 == CURLM_OK }) else {
             curl_multi_cleanup(multi)
-            throw APNsClientError(message: "libcurl refused the multi handle's options (HTTP/2 multiplexing)")
+            throw HTTP2ClientError(message: "libcurl refused the multi handle's options (HTTP/2 multiplexing)")
         }
     }
 

@@ -1,5 +1,4 @@
 import CCurl
-import JSON
 
 /// One libcurl easy handle, reused request after request, and the state of
 /// the request it carries. Owned by the client's thread alone: libcurl
@@ -8,25 +7,22 @@ import JSON
 /// The body goes through a read callback rather than `CURLOPT_POSTFIELDS`
 /// so that the seek callback can refuse to rewind it: libcurl rewinds only
 /// to send a request again, and a request whose body was already handed
-/// over may have reached APNs (see `TransferOutcome`).
+/// over may have reached the server (see `TransferOutcome`).
 final class Transfer {
-    /// Answers beyond this size are cut: APNs's are under 100 bytes.
-    static let maxBody = 16 * 1024
-
     let easy: UnsafeMutableRawPointer
     private(set) var submission: Submission?
-    private(set) var providerToken = ""
+    private var authorization = ""
     private var headers: UnsafeMutablePointer<curl_slist>?
     private var payloadOffset = 0
     private var body: [UInt8] = []
-    private var apnsId: String?
-    private var retryAfter: Int?
+    /// The kept response headers of the response being received.
+    private var responseHeaders: [String: String] = [:]
     /// libcurl's message for the last failure (`CURLOPT_ERRORBUFFER`).
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
     /// A handle with the options every request shares; `nil` when libcurl
     /// cannot make one or refuses an option.
-    init?(configuration: APNsClientConfiguration) {
+    init?(configuration: HTTP2ClientConfiguration) {
         guard let easy = curl_easy_init() else { return nil }
         self.easy = easy
         errorBuffer.initialize(to: 0)
@@ -80,21 +76,17 @@ final class Transfer {
 
     /// Points the handle at `submission`'s request: its URL, headers and body.
     /// `false` when libcurl refuses one (out of memory).
-    func load(_ submission: Submission, url: String, authorization: String, providerToken: String) -> Bool {
+    func load(_ submission: Submission) -> Bool {
         let request = submission.request
         self.submission = submission
-        self.providerToken = providerToken
-        var lines = [
-            authorization,
-            "apns-topic: \(request.topic)",
-            "apns-push-type: \(request.pushType)",
-            "apns-priority: \(request.priority)",
-            "apns-expiration: \(request.expiration)",
-            "apns-id: \(request.apnsId)",
-            // libcurl's defaults for a POST, which APNs does not want.
-            "Content-Type:", "Accept:", "Expect:",
-        ]
-        if let collapseId = request.collapseId { lines.append("apns-collapse-id: \(collapseId)") }
+        authorization = request.authorization?() ?? ""
+        var lines = request.headers
+        if !authorization.isEmpty { lines.append("authorization: \(authorization)") }
+        // libcurl's defaults for a POST, which the providers do not want unless a request names them.
+        for name in ["Content-Type", "Accept", "Expect"]
+        where !request.headers.contains(where: { $0.lowercased().hasPrefix(name.lowercased() + ":") }) {
+            lines.append(name + ":")
+        }
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines {
             guard let appended = curl_slist_append(list, line) else {
@@ -105,14 +97,18 @@ final class Transfer {
         }
         headers = list
         errorBuffer[0] = 0
-        return registry_curl_easy_setopt_pointer(easy, CURLOPT_URL, url) == CURLE_OK
+        let method = request.method == "POST"
+            ? registry_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, nil)
+            : registry_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, request.method)
+        return method == CURLE_OK
+            && registry_curl_easy_setopt_pointer(easy, CURLOPT_URL, request.origin + request.path) == CURLE_OK
             && registry_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list) == CURLE_OK
-            && registry_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.payload.count)) == CURLE_OK
+            && registry_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
     }
 
     /// The finished request's result, given libcurl's code for it; then the
     /// handle is ready for the next request.
-    func finish(_ code: CURLcode) -> (Submission, APNsResult)? {
+    func finish(_ code: CURLcode) -> (Submission, HTTP2Result)? {
         guard let submission else { return nil }
         var status = 0
         var pretransfer: curl_off_t = 0
@@ -120,13 +116,11 @@ final class Transfer {
         _ = registry_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         _ = registry_curl_easy_getinfo_off_t(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
         _ = registry_curl_easy_getinfo_off_t(easy, CURLINFO_TOTAL_TIME_T, &total)
-        let result: APNsResult
+        let result: HTTP2Result
         switch TransferOutcome.classify(code, status: status, pretransferMicroseconds: Int64(pretransfer)) {
         case .answered:
-            let (reason, timestamp) = Self.parseError(body)
-            result = .answered(APNsAnswer(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp,
-                                          retryAfter: retryAfter, latency: Double(total) / 1_000_000,
-                                          providerToken: providerToken))
+            result = .answered(HTTP2Response(status: status, headers: responseHeaders, body: body,
+                                             latency: Double(total) / 1_000_000, authorization: authorization))
         case .notSent: result = .notSent(describe(code))
         case .uncertain: result = .uncertain(describe(code))
         }
@@ -151,8 +145,8 @@ final class Transfer {
         headers = nil
         payloadOffset = 0
         body.removeAll(keepingCapacity: true)
-        apnsId = nil
-        retryAfter = nil
+        responseHeaders = [:]
+        authorization = ""
     }
 
     private func describe(_ code: CURLcode) -> String {
@@ -161,44 +155,30 @@ final class Transfer {
         return "\(summary) (curl error \(code.rawValue))"
     }
 
-    /// `reason` and `timestamp` of an APNs error body `{"reason": …, "timestamp": …}`.
-    static func parseError(_ body: [UInt8]) -> (reason: String?, timestamp: Int64?) {
-        guard !body.isEmpty, case .object(let object)? = try? JSONParser.parse(body) else { return (nil, nil) }
-        let reason: String? = if case .string(let text)? = object["reason"] { text } else { nil }
-        return (reason, object["timestamp"]?.exactInt64)
-    }
-
     fileprivate func append(body bytes: UnsafeRawBufferPointer) {
-        body.append(contentsOf: bytes.prefix(Self.maxBody - body.count))
+        body.append(contentsOf: bytes.prefix(HTTP2Client.maxResponseBody - body.count))
     }
 
     /// One header line as libcurl hands it over, `name: value\r\n`; a status
     /// line starts a new response (after a 1xx or a resent request).
     fileprivate func receive(headerLine line: UnsafeRawBufferPointer) {
         if line.starts(with: "HTTP/".utf8) {
-            apnsId = nil
-            retryAfter = nil
-        } else if let value = Self.value(of: "apns-id", in: line) {
-            apnsId = value
-        } else if let value = Self.value(of: "retry-after", in: line) {
-            retryAfter = Int(value)
+            responseHeaders = [:]
+            return
         }
-    }
-
-    /// The trimmed value when `line` is header `name` (ASCII, any case).
-    private static func value(of name: String, in line: UnsafeRawBufferPointer) -> String? {
-        let name = name.utf8
-        guard line.count > name.count, line[name.count] == UInt8(ascii: ":"),
-              zip(line, name).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else { return nil }
+        guard let wanted = submission?.request.responseHeaders, !wanted.isEmpty,
+              let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        let name = String(decoding: line[..<colon].map { $0 | 0x20 }, as: UTF8.self)
+        guard wanted.contains(name) else { return }
         let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
-        var value = line[(name.count + 1)...]
+        var value = line[(colon + 1)...]
         while let first = value.first, isSpace(first) { value = value.dropFirst() }
         while let last = value.last, isSpace(last) { value = value.dropLast() }
-        return String(decoding: value, as: UTF8.self)
+        responseHeaders[name] = String(decoding: value, as: UTF8.self)
     }
 
     fileprivate func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        guard let payload = submission?.request.payload else { return 0 }
+        guard let payload = submission?.request.body else { return 0 }
         let count = min(buffer.count, payload.count - payloadOffset)
         payload.withUnsafeBytes { source in
             buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[payloadOffset..<(payloadOffset + count)]))

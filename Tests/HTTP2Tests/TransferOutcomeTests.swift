@@ -1,8 +1,8 @@
-@testable import APNs
+@testable import HTTP2
 import CCurl
 import Testing
 
-/// The CURLcode mapping the at-most-once rules rest on, and APNs's error bodies.
+/// The CURLcode mapping the at-most-once rules rest on.
 @Suite struct TransferOutcomeTests {
     @Test func answersNeedAStatus() {
         #expect(TransferOutcome.classify(CURLE_OK, status: 200, pretransferMicroseconds: 5) == .answered)
@@ -22,14 +22,5 @@ import Testing
             #expect(TransferOutcome.classify(code, status: 0, pretransferMicroseconds: 0) == .notSent, "\(code)")
             #expect(TransferOutcome.classify(code, status: 0, pretransferMicroseconds: 1) == .uncertain, "\(code)")
         }
-    }
-
-    @Test func errorBodies() {
-        let gone = Transfer.parseError(Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
-        #expect(gone.reason == "Unregistered" && gone.timestamp == 1_700_000_000_123)
-        let bad = Transfer.parseError(Array(#"{"reason":"BadDeviceToken"}"#.utf8))
-        #expect(bad.reason == "BadDeviceToken" && bad.timestamp == nil)
-        #expect(Transfer.parseError([]) == (nil, nil))
-        #expect(Transfer.parseError(Array("<html>".utf8)) == (nil, nil))
     }
 }

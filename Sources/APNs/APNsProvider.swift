@@ -1,0 +1,69 @@
+import RegistryCore
+
+/// APNs behind the delivery seam: each claimed delivery becomes `POST
+/// /3/device/{token}` on its environment's host with the notification's
+/// payload and headers, and APNs's answers become outcomes by
+/// `APNsAttempt`'s rules.
+public final class APNsProvider: DeliveryProvider {
+    public let platform = Platform.apns
+    let client: APNsClient
+    let tokens: ProviderTokens
+    /// appId → APNs topic (bundle id).
+    let topics: [String: String]
+
+    public init(client: APNsClient, tokens: ProviderTokens, topics: [String: String]) {
+        self.client = client
+        self.tokens = tokens
+        self.topics = topics
+    }
+
+    public var appIds: Set<String> { Set(topics.keys) }
+
+    public var credentialRenewals: Int { tokens.renewals }
+
+    public func start() throws { client.start() }
+
+    public func stop(grace: Duration) { client.stop(grace: grace) }
+
+    public func send(_ claimed: ClaimedDelivery, observer: any DeliveryObserver) async -> ProviderOutcome {
+        let notification = claimed.notification
+        guard let bundle = topics[notification.appId] else {
+            // The app lost its topic between accept and send (a restart with other flags).
+            return ProviderOutcome(.failed, reason: DeliveryReason.topicNotConfigured, requests: 0)
+        }
+        guard let payload = notification.payload else {
+            return ProviderOutcome(.failed, reason: DeliveryReason.noPayloadForPlatform, requests: 0)
+        }
+        let topic = notification.pushType == .liveactivity ? bundle + ".push-type.liveactivity" : bundle
+        var attempt = APNsAttempt(storedEnvironment: claimed.delivery.environment)
+        var environment = attempt.storedEnvironment
+        while true {
+            let request = APNsRequest(deviceToken: claimed.token, host: environment == .production ? .production : .sandbox,
+                                      topic: topic, pushType: notification.pushType.rawValue, priority: notification.priority,
+                                      expiration: notification.expiration.milliseconds / 1000, collapseId: notification.collapseId,
+                                      apnsId: claimed.delivery.apnsId, payload: payload)
+            let result = await client.send(request)
+            report(result, to: observer)
+            switch attempt.next(after: result, apnsId: claimed.delivery.apnsId) {
+            case .send(let next):
+                environment = next
+            case .renewProviderTokenAndSend(let next):
+                if case .answered(let answered) = result { tokens.expired(answered.providerToken) }
+                environment = next
+            case .finish(let outcome):
+                return outcome
+            }
+        }
+    }
+
+    private func report(_ result: APNsResult, to observer: any DeliveryObserver) {
+        switch result {
+        case .answered(let answer):
+            observer.providerRequest(.apns, status: answer.status, reason: answer.reason, outcome: "answered", seconds: answer.latency)
+        case .notSent:
+            observer.providerRequest(.apns, status: nil, reason: nil, outcome: "not_sent", seconds: 0)
+        case .uncertain:
+            observer.providerRequest(.apns, status: nil, reason: nil, outcome: "uncertain", seconds: 0)
+        }
+    }
+}
