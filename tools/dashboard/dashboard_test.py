@@ -34,7 +34,7 @@ RATE_INTERVAL = "5s"
 STEP = "1s"
 PICTURE_PANEL = "Requests by route"
 # The alert the run must raise (the fake answers one token InvalidProviderToken); no other may be active.
-EXPECTED_ALERT = ("RegistrydAPNsConfigurationErrors", {"reason": "InvalidProviderToken"})
+EXPECTED_ALERT = ("RegistrydProviderConfigurationErrors", {"provider": "apns", "reason": "InvalidProviderToken"})
 
 
 def log(message):
