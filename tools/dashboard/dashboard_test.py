@@ -190,8 +190,8 @@ def check_alerts(prom):
     """The run raises the configuration-error alert (pending: its `for` is longer than the run), and nothing else."""
     name, labels = EXPECTED_ALERT
     active = prom.alerts()
-    shown = ", ".join(f"{a['labels'].get('alertname')}{{{a['labels'].get('reason', '')}}} {a['state']}"
-                      for a in active) or "none"
+    shown = ", ".join(f"{a['labels'].get('alertname')}{{{a['labels'].get('provider', '')} {a['labels'].get('reason', '')}}}"
+                      f" {a['state']}".replace("{ ", "{") for a in active) or "none"
     log(f"active alerts: {shown}")
     problems = []
     if not any(a["labels"].get("alertname") == name and all(a["labels"].get(k) == v for k, v in labels.items())
