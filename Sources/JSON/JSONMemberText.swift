@@ -7,6 +7,14 @@ public enum JSONMemberText {
     /// one, as the parser keeps the last of duplicate members); `nil` when
     /// absent. `body` must already have parsed as a JSON object.
     public static func compact(_ name: String, in body: [UInt8]) -> [UInt8]? {
+        valueRange(name, in: body).map { compact(body[$0]) }
+    }
+
+    /// Where the value of member `name` of the object `body` lies (the last
+    /// one), up to the `,` or `}` after it (whitespace before that
+    /// included); `nil` when absent. A caller splices a member's value in
+    /// place with it (FCM's `android.ttl`), keeping every other byte.
+    public static func valueRange(_ name: String, in body: [UInt8]) -> Range<Int>? {
         var found: Range<Int>?
         var depth = 0
         var index = 0
@@ -45,7 +53,7 @@ public enum JSONMemberText {
             }
             index += 1
         }
-        return found.map { compact(body[$0]) }
+        return found
     }
 
     private static func close(_ found: inout Range<Int>?, _ pendingKey: inout String?, _ valueStart: inout Int?,

@@ -13,7 +13,7 @@ extension DeliverySender {
         let decision = DeliveryRules.decide(outcome, for: claimed, now: clock.now(), jitter: Double.random(in: 0..<1))
         if decision.configurationProblem {
             observer.configurationProblem(claimed.delivery.platform, reason: decision.settlement.reason ?? "",
-                                          appId: claimed.delivery.target.appId)
+                                          appId: claimed.delivery.target.appId, detail: outcome.detail)
         }
         if let effect = decision.effect { await apply(effect, claimed) }
         observer.settled(decision.settlement, of: claimed)

@@ -109,7 +109,7 @@ final class RecordingObserver: DeliveryObserver {
     func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {}
     func abandoned(_ count: Int) {}
     func credentialRenewed(_ provider: Platform) {}
-    func configurationProblem(_ provider: Platform, reason: String, appId: String) { state.withLock { $0.problems.append(reason) } }
+    func configurationProblem(_ provider: Platform, reason: String, appId: String, detail: String?) { state.withLock { $0.problems.append(reason) } }
     func senderError(_ what: String, _ error: any Error) { state.withLock { $0.errors.append("\(what): \(error)") } }
     func queue(_ stats: DeliveryQueueStats, now: Timestamp) {}
     func tokensRemoved(_ count: Int, reason: FeedbackReason) { state.withLock { $0.removals.append("\(reason.rawValue) \(count)") } }

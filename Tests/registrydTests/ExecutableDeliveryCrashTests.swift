@@ -59,7 +59,7 @@ struct ExecutableDeliveryCrashTests {
             let deliveries = try await DeliveryServing.deliveries(id, port: second.port, key: key)
             #expect(deliveries.count == Self.tokens)
             // The restart found the dead process's claims and turned them unknown: counted and logged once.
-            let abandoned = try await DeliveryServing.metric("registry_deliveries_settled_total", ["state=\"unknown\""],
+            let abandoned = try await DeliveryServing.metric("registry_deliveries_abandoned_total",
                                                              port: second.port, key: key)
             #expect(abandoned > 0 && Int(abandoned) <= unknown, "\(abandoned) abandoned of \(unknown) unknown")
             #expect(second.stop() == 0)

@@ -17,8 +17,8 @@ public protocol DeliveryObserver: Sendable {
     func credentialRenewed(_ provider: Platform)
     /// An answer that says the sender is misconfigured (`InvalidProviderToken`,
     /// `BadTopic`, `SENDER_ID_MISMATCH`, `fcm_auth_failed`, ...): counted,
-    /// and logged once per burst.
-    func configurationProblem(_ provider: Platform, reason: String, appId: String)
+    /// and logged once per burst, with the provider's `detail` when it gave one.
+    func configurationProblem(_ provider: Platform, reason: String, appId: String, detail: String?)
     /// The sender could not reach its store, or apply an answer to the registry.
     func senderError(_ what: String, _ error: any Error)
     /// The queue's shape, read about once a second.

@@ -67,12 +67,18 @@ public struct ProviderOutcome: Sendable, Hashable {
     public var requests: Int
     /// The APNs environment that answered last (`nil`: the stored one stands).
     public var environment: APNsEnvironment?
-    public init(_ verdict: Verdict, status: Int? = nil, reason: String? = nil, requests: Int, environment: APNsEnvironment? = nil) {
+    /// What an operator needs beyond the reason (a token endpoint's
+    /// `error_description`), for the configuration-problem log line.
+    public var detail: String?
+
+    public init(_ verdict: Verdict, status: Int? = nil, reason: String? = nil, requests: Int, environment: APNsEnvironment? = nil,
+                detail: String? = nil) {
         self.verdict = verdict
         self.status = status
         self.reason = reason
         self.requests = requests
         self.environment = environment
+        self.detail = detail
     }
 }
 

@@ -55,7 +55,7 @@ public final class DeliveryTelemetry: DeliveryObserver {
 
     public func credentialRenewed(_ provider: Platform) { metrics.delivery.recordRenewal(provider) }
 
-    public func configurationProblem(_ provider: Platform, reason: String, appId: String) {
+    public func configurationProblem(_ provider: Platform, reason: String, appId: String, detail: String?) {
         metrics.delivery.recordConfigurationError(provider, reason: reason)
         let now = ContinuousClock.now
         let burstKey = provider.rawValue + " " + reason
@@ -70,10 +70,12 @@ public final class DeliveryTelemetry: DeliveryObserver {
             return before
         }
         guard let suppressed else { return }
-        logger.error("\(provider.rawValue)_configuration_error", [
+        var fields: [(String, JSONWriter.Value)] = [
             ("provider", .string(provider.rawValue)), ("reason", .string(reason)), ("appId", .string(appId)),
             ("suppressedSinceLast", .int(Int64(suppressed))), ("detail", .string(Self.configurationAdvice[provider] ?? "")),
-        ])
+        ]
+        if let detail { fields.append(("providerDetail", .string(detail))) }
+        logger.error("\(provider.rawValue)_configuration_error", fields)
     }
 
     /// What an operator checks when a provider blames the configuration.
