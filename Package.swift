@@ -75,6 +75,7 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
         .target(name: "HTTP2", dependencies: ["CCurl", "CGlibcExtras", "Lifecycle"]),
         .target(name: "APNs", dependencies: ["HTTP2", "RegistryCore", "COpenSSL", "Codecs", "JSON", "JWT", "Lifecycle"]),
+        .target(name: "FCM", dependencies: ["HTTP2", "RegistryCore", "JWT", "JSON", "Codecs"]),
         .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "Lifecycle"]),
         .target(name: "RegistryHTTP", dependencies: ["RegistryCore", "HTTPServer", "JWT", "JSON", "Codecs"],
                 // The OpenAPI document and the operator console, compiled into the binary as
@@ -83,7 +84,7 @@ let package = Package(
                 resources: [.embedInCode("OpenAPI/openapi.json"), .embedInCode("Console/console.html"),
                             .embedInCode("Console/app.js"), .embedInCode("Console/app.css")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryPostgres", "HTTPServer", "JWT", "JSON", "TokenSealing",
-                                                            "Lifecycle", "Codecs", "Postgres", "CGlibcExtras", "APNs", "RegistryDelivery"]),
+                                                            "Lifecycle", "Codecs", "Postgres", "CGlibcExtras", "APNs", "FCM", "RegistryDelivery"]),
         .target(name: "RegistryClient"),
         // ActivityKit glue for RegistryClient; empty where ActivityKit does not exist (Linux, macOS).
         .target(name: "RegistryClientActivityKit", dependencies: ["RegistryClient"]),

@@ -102,6 +102,9 @@ struct Arguments {
 
     /// `--jwt-hs256-secret-file` → `REGISTRY_JWT_HS256_SECRET_FILE`.
     static func variableName(_ flag: String) -> String {
-        "REGISTRY_" + flag.uppercased().replacingOccurrences(of: "-", with: "_")
+        pluralVariables[flag] ?? "REGISTRY_" + flag.uppercased().replacingOccurrences(of: "-", with: "_")
     }
+
+    /// Repeatable flags whose variable is named in the plural (it holds a list).
+    private static let pluralVariables = ["fcm-service-account": "REGISTRY_FCM_SERVICE_ACCOUNTS"]
 }

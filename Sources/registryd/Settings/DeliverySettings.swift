@@ -1,16 +1,20 @@
+import RegistryCore
+
 /// Delivery's settings, one member per provider: delivery is on when any
-/// provider is configured (`--apns-key-file`, …).
+/// provider is configured (`--apns-key-file`, `--fcm-service-account`).
 struct DeliverySettings: Sendable {
     var apns: APNsSettings?
+    var fcm: FCMSettings?
 
-    /// `nil` when no provider is configured.
-    static func read(_ arguments: Arguments) throws(Arguments.Failure) -> DeliverySettings? {
-        let settings = DeliverySettings(apns: try APNsSettings.read(arguments))
+    /// `nil` when no provider is configured. `apps`: the declared apps (a
+    /// provider's credentials for an undeclared one are a bad flag).
+    static func read(_ arguments: Arguments, apps: DeclaredApps) throws(Arguments.Failure) -> DeliverySettings? {
+        let settings = DeliverySettings(apns: try APNsSettings.read(arguments), fcm: try FCMSettings.read(arguments, apps: apps))
         return settings.providerNames.isEmpty ? nil : settings
     }
 
     /// The configured providers' names, for the start line (`apns`, `fcm`).
     var providerNames: [String] {
-        [apns.map { _ in "apns" }].compactMap { $0 }
+        [apns.map { _ in "apns" }, fcm.map { _ in "fcm" }].compactMap { $0 }
     }
 }

@@ -80,6 +80,18 @@ enum Flags {
              defaultValue: "none"),
         Flag(name: "apns-request-timeout", value: "D", summary: "a request to APNs unanswered by then has an unknown outcome (never resent)",
              defaultValue: "10s"),
+        // Delivery through FCM (serve): an app's Android tokens are sent with its Firebase project's service account.
+        Flag(name: "fcm-service-account", value: "APPID=FILE",
+             summary: "the Google service-account JSON of the Firebase project an app's Android tokens belong to (repeatable; "
+                 + "REGISTRY_FCM_SERVICE_ACCOUNTS takes a comma-separated list; mode 0600); turns FCM delivery on",
+             defaultValue: "none: FCM delivery off"),
+        Flag(name: "fcm-url", value: "URL", summary: "FCM's HTTP v1 API host (https only)", defaultValue: "https://fcm.googleapis.com"),
+        Flag(name: "fcm-token-url", value: "URL", summary: "Google's OAuth 2.0 token endpoint (https only)",
+             defaultValue: "each file's token_uri"),
+        Flag(name: "fcm-ca-file", value: "F", summary: "an extra trusted CA (PEM) for a proxy or a test server; the system's stay trusted",
+             defaultValue: "none"),
+        Flag(name: "fcm-request-timeout", value: "D", summary: "a request to FCM unanswered by then has an unknown outcome (never resent)",
+             defaultValue: "10s"),
         // Per-command flags: they describe one run, so no environment variable sets them.
         Flag(name: "user", value: "U", summary: "the JWT's subject (a user id)", defaultValue: nil, readsEnvironment: false),
         Flag(name: "ttl", value: "D", summary: "the JWT's lifetime", defaultValue: "1h", readsEnvironment: false),
@@ -108,8 +120,9 @@ enum Flags {
     static let store = ["data-dir", "store", "postgres-url", "postgres-pool-size", "device-ttl", "activity-ttl",
                         "max-devices-per-user", "max-activities-per-device", "apps", "token-key-file", "log-level"]
     static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
+    static let fcm = ["fcm-service-account", "fcm-url", "fcm-token-url", "fcm-ca-file", "fcm-request-timeout"]
     static let apns = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-production-url",
-                           "apns-sandbox-url", "apns-ca-file", "apns-request-timeout"]
+                       "apns-sandbox-url", "apns-ca-file", "apns-request-timeout"]
     static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
-                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns
+                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns + fcm
 }

@@ -56,7 +56,7 @@ struct Settings {
         sweepInterval = try Self.duration(arguments, "sweep-interval") ?? sweepInterval
         postgresStartupTimeout = try Self.duration(arguments, "postgres-startup-timeout") ?? postgresStartupTimeout
         try readConnectionLimits(arguments)
-        delivery = try DeliverySettings.read(arguments)
+        delivery = try DeliverySettings.read(arguments, apps: limits.apps)
         if let (value, source) = arguments.value("log-level") {
             guard let level = Logger.Level(name: value) else {
                 throw Arguments.Failure(description: "\(source) must be one of debug, info, warning, error")

@@ -17,6 +17,7 @@ struct DeliverySetup {
     static func providers(_ settings: DeliverySettings) throws -> DeliveryProviders {
         DeliveryProviders([
             try settings.apns.map(APNsSetup.provider),
+            try settings.fcm.map(FCMSetup.provider),
         ].compactMap { $0 })
     }
 
