@@ -116,12 +116,15 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         // Starts tools/fake-apns (Python, h2) for the HTTP/2 answers; skipped when it cannot run.
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsTestSupport", "RegistryCore", "COpenSSL", "Codecs", "JSON", "RegistrydTestSupport"]),
+        // FCM's rules, bodies and service accounts, and its client against tools/fake-fcm (skipped when it cannot run).
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "HTTP2", "JWT", "RegistryCore", "APNsTestSupport", "JSON",
+                                                     "RegistrydTestSupport"]),
         // The transport's CURLcode mapping (the at-most-once kinds every provider relies on).
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "CCurl"]),
         // tools/fake-apns as a test's child process, with a client configuration that trusts its CA.
         .target(name: "APNsTestSupport", dependencies: ["APNs", "JSON", "RegistrydTestSupport"], path: "Tests/APNsTestSupport"),
         // The sender against tools/fake-apns, on the test store (LMDB, or PostgreSQL with REGISTRY_TEST_BACKEND).
-        .testTarget(name: "DeliveryTests", dependencies: ["RegistryDelivery", "APNs", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
+        .testTarget(name: "DeliveryTests", dependencies: ["RegistryDelivery", "APNs", "FCM", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
                                                        "RegistrydTestSupport", "APNsTestSupport", "JSON"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
                                                        "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB"]),

@@ -12,14 +12,14 @@ import Synchronization
 /// less than the smaller of 5 minutes and a fifth of its `expires_in` is
 /// left), and dropped when FCM refuses it (`refused`). One fetch at a time:
 /// callers that need a token while one is being fetched wait for it.
-final class AccessTokens: Sendable {
+package final class AccessTokens: Sendable {
     /// FCM's scope.
     static let scope = "https://www.googleapis.com/auth/firebase.messaging"
     /// An assertion's lifetime (Google accepts at most an hour).
     static let assertionLifetime: Int64 = 3600
 
     /// Why no token could be had.
-    enum Failure: Error, Hashable {
+    package enum Failure: Error, Hashable {
         /// The endpoint refused the grant (4xx: `invalid_grant`, a revoked
         /// key): the operator's to fix; never retried by itself.
         case refused(String)
@@ -40,13 +40,13 @@ final class AccessTokens: Sendable {
         var fetches = 0
     }
 
-    let account: ServiceAccount
-    let tokenURL: TokenURL
+    package let account: ServiceAccount
+    package let tokenURL: TokenURL
     private let http: HTTP2Client
     private let now: @Sendable () -> Int64
     private let state = Mutex(State())
 
-    init(account: ServiceAccount, tokenURL: TokenURL, http: HTTP2Client,
+    package init(account: ServiceAccount, tokenURL: TokenURL, http: HTTP2Client,
          now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
         self.account = account
         self.tokenURL = tokenURL
@@ -55,10 +55,10 @@ final class AccessTokens: Sendable {
     }
 
     /// Access tokens fetched after the first.
-    var renewals: Int { state.withLock { max(0, $0.fetches - 1) } }
+    package var renewals: Int { state.withLock { max(0, $0.fetches - 1) } }
 
     /// The token to send now: the held one while it is fresh, else a new one.
-    func current() async -> Result<String, Failure> {
+    package func current() async -> Result<String, Failure> {
         let time = now()
         enum Decision { case have(String), wait, fetch }
         return await withCheckedContinuation { continuation in
@@ -82,7 +82,7 @@ final class AccessTokens: Sendable {
     /// FCM answered 401 without an FcmError to a request that carried
     /// `token`: drop it if it is still the held one, so the next `current`
     /// fetches another.
-    func refused(_ token: String) {
+    package func refused(_ token: String) {
         state.withLock { state in
             if state.issued?.token == token { state.issued = nil }
         }

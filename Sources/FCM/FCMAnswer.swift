@@ -8,24 +8,24 @@ import JSON
 /// [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError",
 /// "errorCode"}, {"@type": "type.googleapis.com/google.rpc.BadRequest",
 /// "fieldViolations": [{"field", "description"}]}]}}`.
-struct FCMAnswer: Hashable {
-    var status: Int
+package struct FCMAnswer: Hashable {
+    package var status: Int
     /// `projects/…/messages/…` of a 200.
-    var name: String?
+    package var name: String?
     /// The error's `status` (`INVALID_ARGUMENT`, `UNAUTHENTICATED`, …).
-    var errorStatus: String?
-    var message: String?
+    package var errorStatus: String?
+    package var message: String?
     /// The `FcmError`'s `errorCode` (`UNREGISTERED`, `SENDER_ID_MISMATCH`, …).
-    var fcmError: String?
+    package var fcmError: String?
     /// A `BadRequest` field violation names `message.token`.
-    var tokenViolation: Bool
+    package var tokenViolation: Bool
     /// `retry-after` in seconds.
-    var retryAfter: Int?
+    package var retryAfter: Int?
 
     static let fcmErrorType = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
     static let badRequestType = "type.googleapis.com/google.rpc.BadRequest"
 
-    init(status: Int, body: [UInt8], retryAfter: Int?) {
+    package init(status: Int, body: [UInt8], retryAfter: Int?) {
         self.status = status
         self.retryAfter = retryAfter
         tokenViolation = false
@@ -49,7 +49,7 @@ struct FCMAnswer: Hashable {
     /// `INVALID_ARGUMENT` about the token: a field violation on
     /// `message.token`, or FCM's message saying the registration token is
     /// not valid (FCM sends one or the other).
-    var isInvalidToken: Bool {
+    package var isInvalidToken: Bool {
         guard status == 400, fcmError == "INVALID_ARGUMENT" || errorStatus == "INVALID_ARGUMENT" else { return false }
         if tokenViolation { return true }
         let text = (message ?? "").lowercased()
@@ -57,5 +57,5 @@ struct FCMAnswer: Hashable {
     }
 
     /// The reason a delivery shows: the `FcmError` code, else the error's status.
-    var code: String? { fcmError ?? errorStatus }
+    package var code: String? { fcmError ?? errorStatus }
 }

@@ -6,23 +6,25 @@ import RegistryCore
 /// two requests: the first, and one more with a renewed access token after
 /// a 401 that refused the token (not counted toward the retries across
 /// claims; counted in `attempts`).
-struct FCMAttempt {
-    enum Step: Hashable {
+package struct FCMAttempt {
+    package enum Step: Hashable {
         /// Drop the access token the request carried, fetch another, send again.
         case renewAccessTokenAndSend
         case finish(ProviderOutcome)
     }
 
     /// Codes that blame the sender's credentials or project, not the token.
-    static let configurationCodes: Set<String> = ["SENDER_ID_MISMATCH", "THIRD_PARTY_AUTH_ERROR", "PERMISSION_DENIED"]
+    package static let configurationCodes: Set<String> = ["SENDER_ID_MISMATCH", "THIRD_PARTY_AUTH_ERROR", "PERMISSION_DENIED"]
     /// FCM's guidance: a 429 without Retry-After waits at least a minute.
-    static let quotaWait: Duration = .seconds(60)
+    package static let quotaWait: Duration = .seconds(60)
 
-    private(set) var requests = 0
+    package private(set) var requests = 0
     private var renewedAccessToken = false
 
     /// `sentAt`: when the request was sent (the guard time of a removal).
-    mutating func next(after answer: FCMAnswer, sentAt: Timestamp) -> Step {
+    package init() {}
+
+    package mutating func next(after answer: FCMAnswer, sentAt: Timestamp) -> Step {
         requests += 1
         let status = answer.status
         let retryAfter = answer.retryAfter.map { Duration.seconds($0) }
@@ -52,12 +54,12 @@ struct FCMAttempt {
     }
 
     /// The request was certainly not written: a later claim may send it.
-    mutating func notSent(_ why: String) -> ProviderOutcome {
+    package mutating func notSent(_ why: String) -> ProviderOutcome {
         ProviderOutcome(.retry(after: nil), reason: why, requests: requests)
     }
 
     /// The request may have reached FCM: never sent again.
-    mutating func uncertain(_ why: String) -> ProviderOutcome {
+    package mutating func uncertain(_ why: String) -> ProviderOutcome {
         requests += 1
         return ProviderOutcome(.unknown, reason: why, requests: requests)
     }

@@ -6,13 +6,13 @@ import JSON
 /// `android.ttl` (the seconds left until the notification's expiration as
 /// FCM's Duration string, at most FCM's 28 days), so FCM stops trying when
 /// the registry would.
-enum FCMMessage {
+package enum FCMMessage {
     /// FCM's longest `ttl`: 28 days.
-    static let maxTTLSeconds: Int64 = 2_419_200
+    package static let maxTTLSeconds: Int64 = 2_419_200
 
     /// `fcm` is the compact object the notification holds; `token` the
     /// device's registration token; `secondsLeft` until expiration.
-    static func body(fcm: [UInt8], token: String, secondsLeft: Int64) -> [UInt8] {
+    package static func body(fcm: [UInt8], token: String, secondsLeft: Int64) -> [UInt8] {
         var members = withTTL(fcm, secondsLeft: secondsLeft)
         var out: [UInt8] = Array(#"{"message":{"token":"#.utf8)
         out += JSONWriter.encode(.string(token))
@@ -25,7 +25,7 @@ enum FCMMessage {
     }
 
     /// `fcm` with `android.ttl` set when it is not there.
-    static func withTTL(_ fcm: [UInt8], secondsLeft: Int64) -> [UInt8] {
+    package static func withTTL(_ fcm: [UInt8], secondsLeft: Int64) -> [UInt8] {
         let ttl = JSONWriter.encode(.string("\(min(max(0, secondsLeft), maxTTLSeconds))s"))
         guard let range = JSONMemberText.valueRange("android", in: fcm) else {
             // No android member: add one in front.

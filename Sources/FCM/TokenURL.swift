@@ -2,13 +2,13 @@ import HTTP2
 
 /// A token endpoint's URL split as the transport sends it: its origin and
 /// its path (with any query).
-struct TokenURL: Sendable, Hashable {
-    let url: String
-    let origin: String
-    let path: String
+package struct TokenURL: Sendable, Hashable {
+    package let url: String
+    package let origin: String
+    package let path: String
 
-    /// `nil` with the reason when `url` is not `https://host[:port]/path`.
-    static func parse(_ url: String) -> Result<TokenURL, ServiceAccountError> {
+    /// The URL split, or why it is not `https://host[:port]/path`.
+    package static func parse(_ url: String) -> Result<TokenURL, ServiceAccountError> {
         guard url.lowercased().hasPrefix("https://") else {
             return .failure(ServiceAccountError("the token URL \(url) is not https:// (TLS is required)"))
         }
