@@ -95,7 +95,7 @@ def check_pages(check, browser, api, ids, shots, refresh):
     removals = api.get("/internal/v1/removals?bucket=hour&buckets=24")["totals"]
     verdict = browser.texts(".verdicts li")[0]
     check.true(f"overview names the feedback removals of 24 h ({removals['reasons']['feedback']}): {verdict!r}",
-               f"APNs removed {removals['reasons']['feedback']} token(s)" in verdict)
+               f"APNs and FCM removed {removals['reasons']['feedback']} token(s)" in verdict)
     check.true("overview draws its charts", all(browser.driver.find_elements("css selector", f"svg[data-chart={c}] rect")
                                                  for c in ("tokens-by-kind", "removals", "deliveries-by-state")))
     if refresh:
@@ -145,9 +145,16 @@ def check_pages(check, browser, api, ids, shots, refresh):
         check.equal(f"notification {state}", browser.figure(state), n)
     rows = browser.driver.find_elements("css selector", "table tbody tr")
     check.equal("deliveries listed", len(rows), len(shown["deliveries"]))
+    check.equal("each delivery's platform", browser.attributes("table tbody [data-platform]", "data-platform"),
+                [d["platform"] for d in shown["deliveries"]])
+    check.true("an FCM delivery among them (the Android phone's)", any(d["platform"] == "fcm" for d in shown["deliveries"]))
     reasons = {d["reason"] for d in shown["deliveries"] if d["reason"]}
     page_text = browser.text("#page")
-    check.true(f"APNs reasons shown ({sorted(reasons)})", reasons and all(r in page_text for r in reasons))
+    check.true(f"delivery reasons shown ({sorted(reasons)})", reasons and all(r in page_text for r in reasons))
+    check.true("the Android phone's delivery failed at accept (platform_not_configured)",
+               "platform_not_configured" in reasons)
+    check.true("the page draws deliveries by platform",
+               browser.driver.find_elements("css selector", "svg[data-chart=delivery-platforms] rect"))
     shot("notification")
 
     browser.show("removals/hour-48", "removals")
@@ -170,7 +177,8 @@ def check_leaks(check, browser, base_url, tokens):
     responses = browser.responses()
     page = [r for r in responses.values() if r[0] == base_url + "/console"]
     check.true("the page was served with its CSP", page and "require-trusted-types-for" in page[0][2].get("content-security-policy", ""))
-    lowered = [t.lower() for t in tokens] + [t.upper() for t in tokens]
+    # As written (FCM tokens are mixed case), and hex tokens in either case.
+    lowered = sorted({variant for t in tokens for variant in (t, t.lower(), t.upper())})
     read = 0
     for request_id, (url, _, _) in responses.items():
         body = browser.body(request_id)

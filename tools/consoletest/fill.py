@@ -1,8 +1,10 @@
 """What tools/console-test writes into a registryd before it looks at the console, through the API only.
 
 - Client: one keep-alive HTTP/1.1 connection to 127.0.0.1 with a bearer credential; JSON in and out
-- fill(): users, devices (two apps, both environments), push-to-start and activity tokens, removals
-  (feedback, sign-out, permission withdrawn), and notifications the fake APNs answers; returns Fill,
+- fill(): users, devices (two apps, both environments, two Android phones), push-to-start and
+  activity tokens, removals (APNs and FCM feedback, sign-out, permission withdrawn), and
+  notifications the fake APNs answers (an Android phone's delivery fails at accept: this registryd
+  has no FCM service account); returns Fill,
   which keeps every token written, so the test can look for each in the browser
 """
 
@@ -46,14 +48,22 @@ class Client:
 
 
 class Fill:
-    """The tokens written (every one, so none may show up in the page) and the fake's script."""
+    """The tokens written (every one, so none may show up in the page), the fake's script, and the
+    Android phones (user, deviceId, FCM token)."""
 
     def __init__(self):
         self.tokens = []
         self.script = {"tokens": {}}
+        self.android = []
 
     def token(self):
         token = secrets.token_hex(32)
+        self.tokens.append(token)
+        return token
+
+    def fcm_token(self):
+        """An FCM registration token's shape: mixed case, with `:`, `-` and `_` among its characters."""
+        token = f"{secrets.token_urlsafe(16)}:APA91b{secrets.token_urlsafe(100)}"
         self.tokens.append(token)
         return token
 
@@ -72,6 +82,9 @@ def plan():
     fill.script["tokens"][devices[1][3]] = [{"status": 410, "reason": "Unregistered", "timestamp": "now"}]
     fill.script["tokens"][devices[4][3]] = [{"status": 400, "reason": "BadDeviceToken"}]
     fill.script["tokens"][devices[8][3]] = {"production": [{"status": 400, "reason": "BadDeviceToken"}]}
+    # Android phones: bob's gets a delivery that fails at accept (no FCM service account here),
+    # carol's token is removed by FCM's feedback (InvalidToken).
+    fill.android = [("bob", "bob-pixel", fill.fcm_token()), ("carol", "carol-pixel", fill.fcm_token())]
     return fill, devices
 
 
@@ -87,6 +100,9 @@ def fill(client, jwts, fill, devices):
         expect((200, 201), "POST", "/v1/devices", {"deviceId": device, "appId": app, "pushToken": token,
                                                      "environment": environment, "osVersion": "18.2",
                                                      "appVersion": "3.4.0"}, jwts[user])
+    for user, device, token in fill.android:
+        expect((201,), "POST", "/v1/devices", {"deviceId": device, "platform": "fcm", "pushToken": token,
+                                                "osVersion": "15.0", "appVersion": "3.4.0"}, jwts[user])
     for i, (user, app, device, _, environment) in enumerate(devices):
         if i % 2 == 0 and app == "default":
             expect((200,), "POST", f"/v1/activities/{ACTIVITY}/activity-token",
@@ -94,9 +110,10 @@ def fill(client, jwts, fill, devices):
         if i % 3 == 0:
             expect((200,), "POST", "/v1/devices/push-to-start-token",
                    {"deviceId": device, "appId": app, "token": fill.token()}, jwts[user])
-    # Removals of every kind an operator meets: APNs feedback, a sign-out, permission withdrawn, a rotation.
+    # Removals of every kind an operator meets: APNs and FCM feedback, a sign-out, permission withdrawn, a rotation.
     expect((200,), "POST", "/internal/v1/feedback", {"token": devices[10][3], "reason": "Unregistered"})
     expect((200,), "POST", "/internal/v1/feedback", {"token": devices[12][3], "reason": "DeviceTokenNotForTopic"})
+    expect((200,), "POST", "/internal/v1/feedback", {"token": fill.android[1][2], "reason": "InvalidToken"})
     expect((204,), "DELETE", f"/v1/devices/{devices[13][2]}?sequence=7", None, jwts[devices[13][0]])
     expect((200,), "POST", "/v1/devices", {"deviceId": devices[14][2], "pushToken": None}, jwts[devices[14][0]])
     expect((200,), "POST", "/v1/devices", {"deviceId": devices[0][2], "pushToken": fill.token()}, jwts[devices[0][0]])

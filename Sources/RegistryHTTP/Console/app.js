@@ -11,7 +11,11 @@ const REFRESH_MS = 10000;
 const STATES = ['queued', 'sending', 'delivered', 'failed', 'unknown', 'expired', 'cancelled'];
 const REASONS = ['feedback', 'signOut', 'permissionWithdrawn', 'deleted', 'movedToDevice', 'movedToUser',
   'deviceCap', 'activityCap', 'expired'];
-const FEEDBACK = ['Unregistered', 'BadDeviceToken', 'DeviceTokenNotForTopic'];
+// Feedback reasons: APNs' three, and FCM's InvalidToken.
+const FEEDBACK = ['Unregistered', 'BadDeviceToken', 'DeviceTokenNotForTopic', 'InvalidToken'];
+// Providers by platform, as deliveries and devices name them.
+const PROVIDERS = { apns: 'APNs', fcm: 'FCM' };
+const NOT_CONFIGURED = 'Delivery is not configured on this server (no --apns-key-file or --fcm-service-account).';
 // Colour classes of the states: delivered green, failed red, waiting blue, the rest muted.
 const STATE_COLORS = [0, 8, 2, 1, 4, 7, 9];
 // A due delivery that waited longer than this means the sender is behind (it claims due ones at once).
@@ -113,14 +117,17 @@ function splitBar(values, keys, { width = 360, chart, colours } = {}) {
   return svg('svg', { viewBox: `0 0 ${width} 14`, width, height: 14, role: 'img', 'data-chart': chart }, shapes);
 }
 
-// Horizontal bars with their labels and values, one per entry ([label, n]).
+// Horizontal bars with their labels and values, one per entry ([label, n]); the bars start after
+// the longest label (at least 120 px in).
 function bars(entries, { width = 360, chart } = {}) {
   const top = Math.max(1, ...entries.map((e) => e[1])), row = 22;
+  const start = Math.max(120, ...entries.map(([label]) => Math.ceil(String(label).length * 6.5) + 10));
+  const span = Math.max(40, width - start - 70);
   const shapes = entries.flatMap(([label, n], i) => [
     svg('text', { x: 0, y: i * row + 14 }, label),
-    svg('rect', { class: 'track', x: 120, y: i * row + 4, width: width - 190, height: 12 }),
-    svg('rect', { class: 'c' + i, x: 120, y: i * row + 4, width: (n / top) * (width - 190), height: 12 }),
-    svg('text', { x: width - 64, y: i * row + 14 }, number(n))]);
+    svg('rect', { class: 'track', x: start, y: i * row + 4, width: span, height: 12 }),
+    svg('rect', { class: 'c' + i, x: start, y: i * row + 4, width: (n / top) * span, height: 12 }),
+    svg('text', { x: start + span + 6, y: i * row + 14 }, number(n))]);
   return svg('svg', { viewBox: `0 0 ${width} ${entries.length * row}`, width, height: entries.length * row, role: 'img', 'data-chart': chart }, shapes);
 }
 
@@ -155,7 +162,8 @@ async function api(path) {
   return body;
 }
 
-// A delivery read, or null when the server has no APNs key (409 delivery_not_configured).
+// A delivery read, or null when the server has neither an APNs key nor an FCM service account
+// (409 delivery_not_configured).
 async function deliveryApi(path) {
   try { return await api(path); } catch (e) {
     if (e instanceof ApiError && e.code === 'delivery_not_configured') return null;
@@ -175,13 +183,13 @@ async function overview() {
 
   const verdicts = [];
   const t = removals.totals, feedback = FEEDBACK.filter((r) => t.feedbackReasons[r]).map((r) => `${r} ${number(t.feedbackReasons[r])}`);
-  verdicts.push([t.reasons.feedback ? 'warn' : 'ok', `APNs removed ${number(t.reasons.feedback)} token(s) in the last 24 h` +
+  verdicts.push([t.reasons.feedback ? 'warn' : 'ok', `APNs and FCM removed ${number(t.reasons.feedback)} token(s) in the last 24 h` +
     (feedback.length ? ` (${feedback.join(', ')})` : '') + `; ${number(t.removed)} removal(s) in all.`]);
   if (queue) {
     verdicts.push([queue.oldestWaitSeconds > LATE_SECONDS ? 'bad' : 'ok', queue.queued === 0 ? 'Delivery queue is empty.'
       : `${number(queue.queued)} deliveries queued; the oldest due one has waited ${duration(queue.oldestWaitSeconds)}.`]);
   } else {
-    verdicts.push(['ok', 'Delivery is not configured on this server (no --apns-key-file).']);
+    verdicts.push(['ok', NOT_CONFIGURED]);
   }
   verdicts.push([stats.lastSweepAt ? 'ok' : 'warn', stats.lastSweepAt ? `Last sweep ${ago(stats.lastSweepAt)}.` : 'No sweep has run yet.']);
 
@@ -256,7 +264,7 @@ async function user(userId) {
         el('span', { class: 'mono', 'data-device': d.deviceId }, d.deviceId), d.platform, d.environment,
         d.pushTokenFingerprint ? el('span', { class: 'mono' }, d.pushTokenFingerprint) : el('span', { class: 'muted' }, 'none'),
         d.pushToStartTokenFingerprint ? el('span', { class: 'mono' }, `${d.pushToStartTokenFingerprint} (${d.pushToStartEnvironment})`) : el('span', { class: 'muted' }, 'none'),
-        number(d.activityCount), `iOS ${d.osVersion || '?'} · app ${d.appVersion || '?'}`, when(d.lastSeenAt)]), [5]));
+        number(d.activityCount), `${d.platform === 'fcm' ? 'Android' : 'iOS'} ${d.osVersion || '?'} · app ${d.appVersion || '?'}`, when(d.lastSeenAt)]), [5]));
   }
   if (!list.length) nodes.push(el('p', { class: 'muted' }, 'No device: the registry holds nothing for this user now.'));
   nodes.push(el('h3', null, `Token history (${events.length}, newest first)`), el('ol', { class: 'timeline', 'data-list': 'history' },
@@ -286,7 +294,7 @@ async function notifications(cursor) {
   const nodes = [el('h2', null, 'Notifications')];
   const [queue, page] = await Promise.all([deliveryApi('internal/v1/deliveries/queue'),
     deliveryApi('internal/v1/notifications?limit=20' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''))]);
-  if (!queue || !page) return [...nodes, el('p', { 'data-figure': 'deliveryOff' }, 'Delivery is not configured on this server (no --apns-key-file).')];
+  if (!queue || !page) return [...nodes, el('p', { 'data-figure': 'deliveryOff' }, NOT_CONFIGURED)];
   nodes.push(el('div', { class: 'grid' }, figure('queued', queue.queued, 'queued'), figure('sending', queue.sending, 'sending'),
     tile('oldestWait', duration(queue.oldestWaitSeconds), 'oldest due waited')),
     table(['created', 'notification', 'app', 'type', 'deliveries', 'by state', ...STATES],
@@ -304,19 +312,25 @@ async function notifications(cursor) {
 
 async function notification(id) {
   const page = await deliveryApi(`internal/v1/notifications/${encodeURIComponent(id)}?limit=500`);
-  if (!page) return [el('p', null, 'Delivery is not configured on this server.')];
-  const n = page.notification, reasons = {};
-  for (const d of page.deliveries) if (d.reason) reasons[d.reason] = (reasons[d.reason] || 0) + 1;
+  if (!page) return [el('p', { 'data-figure': 'deliveryOff' }, NOT_CONFIGURED)];
+  const n = page.notification, reasons = {}, platforms = {};
+  for (const d of page.deliveries) {
+    if (d.reason) reasons[d.reason] = (reasons[d.reason] || 0) + 1;
+    platforms[d.platform] = (platforms[d.platform] || 0) + 1;
+  }
+  const provider = (platform) => PROVIDERS[platform] || platform;
   return [el('h2', null, 'Notification ', el('span', { class: 'mono' }, n.id)),
     el('p', null, `${n.pushType} to ${n.appId}, created `, when(n.createdAt)),
     el('div', { class: 'grid' }, STATES.map((s) => figure(s, n.counts[s], s))),
     splitBar(n.counts, STATES, { width: 640, chart: 'notification-states', colours: STATE_COLORS }), legend(STATES, STATE_COLORS),
     Object.keys(reasons).length ? card('Reasons', bars(Object.entries(reasons), { chart: 'delivery-reasons' })) : '',
+    card('Deliveries by platform', bars(Object.entries(platforms).map(([p, k]) => [provider(p), k]), { chart: 'delivery-platforms' })),
     el('h3', null, `Deliveries (${page.deliveries.length}${page.nextCursor ? ', first page' : ''})`),
-    table(['user', 'device', 'app', 'kind', 'token', 'environment', 'state', 'status', 'APNs reason', 'attempts', 'updated'],
+    table(['user', 'device', 'app', 'kind', 'platform', 'token', 'environment', 'state', 'status', 'reason', 'attempts', 'updated'],
       page.deliveries.map((d) => [d.userId, el('span', { class: 'mono' }, d.deviceId), d.appId, d.kind + (d.activityId ? ` (${d.activityId})` : ''),
+        el('span', { 'data-platform': d.platform }, provider(d.platform)),
         el('span', { class: 'mono' }, d.tokenFingerprint), d.environment, badge(d.state), d.status === null ? '—' : String(d.status),
-        d.reason || '—', number(d.attempts), when(d.updatedAt)]), [9])];
+        d.reason || '—', number(d.attempts), when(d.updatedAt)]), [10])];
 }
 
 async function removalsPage(choice) {
@@ -327,7 +341,7 @@ async function removalsPage(choice) {
   return [el('h2', null, 'Removals over time'),
     el('div', { class: 'controls' }, choices.map(([value, label]) =>
       el('a', { href: '#/removals/' + value, class: value === `${bucket}-${buckets}` ? 'current' : null }, label))),
-    el('div', { class: 'grid' }, figure('removed', t.removed, 'removals'), figure('feedback', t.reasons.feedback, 'by APNs feedback')),
+    el('div', { class: 'grid' }, figure('removed', t.removed, 'removals'), figure('feedback', t.reasons.feedback, 'by APNs or FCM feedback')),
     card(`Removals per ${bucket}, by reason`, el('p', { class: 'muted' }, `${utc(removals.from)} to ${utc(removals.to)} (UTC)`),
       removalChart(removals, 960), legend(REASONS)),
     el('h3', null, 'Totals'),
