@@ -327,7 +327,7 @@ def apns_note(metrics):
     """registryd's APNs request counts over the run, by status, from /metrics."""
     found = {}
     for line in metrics.splitlines():
-        if line.startswith("registry_apns_requests_total{"):
+        if line.startswith("registry_provider_requests_total{"):
             labels, _, value = line.rpartition(" ")
             status = re.search(r'status="([^"]*)"', labels)
             key = status.group(1) if status else labels
@@ -335,9 +335,9 @@ def apns_note(metrics):
     if not found:
         return ""
     counted = ", ".join(f"{status}: {value:,.0f}" for status, value in sorted(found.items()))
-    text = f"- registryd's APNs requests over the run (registry_apns_requests_total by status): {counted}"
-    total = metric_value(metrics, "registry_apns_request_duration_seconds_sum")
-    count = metric_value(metrics, "registry_apns_request_duration_seconds_count")
+    text = f"- registryd's APNs requests over the run (registry_provider_requests_total by status): {counted}"
+    total = metric_value(metrics, 'registry_provider_request_duration_seconds_sum{provider="apns"}')
+    count = metric_value(metrics, 'registry_provider_request_duration_seconds_count{provider="apns"}')
     if count:
         text += f"; mean time from sending a request to its answer {1000 * (total or 0) / count:.0f} ms"
     return text + "\n"
