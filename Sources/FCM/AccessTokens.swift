@@ -91,8 +91,11 @@ package final class AccessTokens: Sendable {
     private func fetchForWaiters() async {
         let result = await fetch()
         let waiters = state.withLock { state -> [CheckedContinuation<Result<String, Failure>, Never>] in
-            state.fetches += 1
-            if case .success(let issued) = result { state.issued = issued }
+            // Only a token issued counts: a refused or failed fetch is no renewal.
+            if case .success(let issued) = result {
+                state.issued = issued
+                state.fetches += 1
+            }
             defer { state.waiters = nil }
             return state.waiters ?? []
         }

@@ -21,20 +21,24 @@ package struct FCMAttempt {
     package private(set) var requests = 0
     private var renewedAccessToken = false
 
-    /// `sentAt`: when the request was sent (the guard time of a removal).
     package init() {}
 
+    /// `sentAt`: when the request was sent. A removal spares a token set
+    /// after it (the guard removes what was set strictly before the guard
+    /// time, so the guard is the millisecond after the send: a token set in
+    /// the millisecond the request went out is the one it carried).
     package mutating func next(after answer: FCMAnswer, sentAt: Timestamp) -> Step {
         requests += 1
+        let guardTime = sentAt.adding(.milliseconds(1))
         let status = answer.status
         let retryAfter = answer.retryAfter.map { Duration.seconds($0) }
         switch status {
         case 200:
             return finish(.delivered(messageId: answer.name, correctedEnvironment: nil), status, nil)
         case 404 where answer.fcmError == "UNREGISTERED":
-            return finish(.removeToken(.unregistered, registeredBefore: sentAt), status, "Unregistered")
+            return finish(.removeToken(.unregistered, registeredBefore: guardTime), status, "Unregistered")
         case 400 where answer.isInvalidToken:
-            return finish(.removeToken(.invalidToken, registeredBefore: sentAt), status, "InvalidToken")
+            return finish(.removeToken(.invalidToken, registeredBefore: guardTime), status, "InvalidToken")
         case 401 where answer.fcmError == nil:
             // The access token was refused (not an FcmError): renew once.
             if !renewedAccessToken {

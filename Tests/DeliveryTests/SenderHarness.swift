@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Foundation
 import JSON
 import RegistryCore
@@ -8,20 +9,25 @@ import RegistrydTestSupport
 import APNsTestSupport
 import Synchronization
 
-/// A store (the test backend), a fake APNs and a sender between them, for
-/// one test; `stop()` takes them down.
+/// A store (the test backend), a fake APNs (and, when given a script, a
+/// fake FCM) and a sender between them, for one test; `stop()` takes them
+/// down.
 final class SenderHarness: @unchecked Sendable {
     let fixture: StoreFixture
     let fake: FakeAPNs
+    let fakeFCM: FakeFCM?
     let observer = RecordingObserver()
     private(set) var sender: DeliverySender?
+    /// Which platforms the running sender can send, as the routes would accept with.
+    private(set) var capabilities = DeliveryCapabilities(everyApp: [.apns])
     var store: any RegistryMaintenance { fixture.maintenance }
 
     private var ticking: Task<Void, Never>?
 
-    init(script: String = #"{"tokens": {}}"#) async throws {
+    init(script: String = #"{"tokens": {}}"#, fcmScript: String? = nil) async throws {
         fixture = try makeStore()
         fake = try await FakeAPNs.start(script: script)
+        if let fcmScript { fakeFCM = try await FakeFCM.start(script: fcmScript) } else { fakeFCM = nil }
         // The store's test clock moves with real time, so retries fall due as they would.
         let clock = fixture.clock
         ticking = Task {
@@ -32,8 +38,11 @@ final class SenderHarness: @unchecked Sendable {
         }
     }
 
-    /// Starts a sender (a new one each time: as a restarted server would).
+    /// Starts a sender (a new one each time: as a restarted server would),
+    /// with the FCM provider too when the harness has a fake FCM (`fcmApps`
+    /// hold its service account).
     func startSender(topics: [String: String] = ["default": FakeAPNs.topic], timeout: Duration = .seconds(5),
+                     fcmApps: [String] = ["default"],
                      configure: (inout DeliverySender.Configuration) -> Void = { _ in }) throws {
         let tokens = try fake.tokens()
         let client = try APNsClient(configuration: fake.configuration(timeout: timeout), tokens: tokens)
@@ -41,7 +50,16 @@ final class SenderHarness: @unchecked Sendable {
         configuration.pollInterval = .milliseconds(50)
         configuration.abandonClaimsAtStart = fixture.isLMDB
         configure(&configuration)
-        let providers = DeliveryProviders([APNsProvider(client: client, tokens: tokens, topics: topics)])
+        var list: [any DeliveryProvider] = [APNsProvider(client: client, tokens: tokens, topics: topics)]
+        if let fakeFCM {
+            let account = try ServiceAccount(contentsOf: fakeFCM.serviceAccountFile)
+            list.append(try FCMProvider(configuration: FCMConfiguration(fcmURL: fakeFCM.baseURL, tokenURL: fakeFCM.tokenURL,
+                                                                         caFile: fakeFCM.caFile, requestTimeout: timeout),
+                                        accounts: Dictionary(uniqueKeysWithValues: fcmApps.map { ($0, account) }),
+                                        clock: fixture.clock))
+        }
+        let providers = DeliveryProviders(list)
+        capabilities = providers.capabilities
         let sender = DeliverySender(configuration: configuration, store: store, registry: store, providers: providers,
                                     observer: observer, clock: fixture.clock)
         try sender.start()
@@ -58,18 +76,23 @@ final class SenderHarness: @unchecked Sendable {
         ticking?.cancel()
         await stopSender()
         await fake.stop()
+        await fakeFCM?.stop()
         fixture.close()
     }
 
-    /// Accepts a notification as the route would.
+    static let apnsPayload = #"{"aps":{"alert":"Goal!"}}"#
+
+    /// Accepts a notification as the route would (with the running sender's
+    /// capabilities): `payload` for APNs tokens, `fcm` for FCM ones.
     func notify(_ target: NotificationTarget, pushType: PushType = .alert, collapseId: String? = nil,
-                expiration: Timestamp? = nil) async throws -> NotificationRecord {
-        let request = NotificationRequest(target: target, appId: "default", pushType: pushType,
-                                          payload: Array(#"{"aps":{"alert":"Goal!"}}"#.utf8), priority: 10,
+                expiration: Timestamp? = nil, appId: String = "default", payload: String? = apnsPayload,
+                fcm: String? = nil) async throws -> NotificationRecord {
+        let request = NotificationRequest(target: target, appId: appId, pushType: pushType,
+                                          payload: payload.map { Array($0.utf8) }, fcm: fcm.map { Array($0.utf8) }, priority: 10,
                                           expiration: expiration ?? fixture.clock.now().adding(seconds: 3600),
                                           collapseId: collapseId, idempotencyKey: nil, digest: [])
-        guard case .accepted(let notification) = try await NotificationIntake(registry: store, deliveries: store, clock: fixture.clock)
-            .accept(request) else { throw FakeAPNsError("not accepted") }
+        let intake = NotificationIntake(registry: store, deliveries: store, clock: fixture.clock, capabilities: capabilities)
+        guard case .accepted(let notification) = try await intake.accept(request) else { throw FakeAPNsError("not accepted") }
         sender?.notify()
         return notification
     }
@@ -91,6 +114,7 @@ final class SenderHarness: @unchecked Sendable {
 final class RecordingObserver: DeliveryObserver {
     private struct State {
         var requests: [String] = []
+        var fcmRequests: [String] = []
         var problems: [String] = []
         var errors: [String] = []
         var removals: [String] = []
@@ -98,13 +122,19 @@ final class RecordingObserver: DeliveryObserver {
 
     private let state = Mutex(State())
 
+    /// APNs's answers, as `status reason` (or the outcome when unanswered).
     var requests: [String] { state.withLock { $0.requests } }
+    /// FCM's, the same way.
+    var fcmRequests: [String] { state.withLock { $0.fcmRequests } }
     var problems: [String] { state.withLock { $0.problems } }
     var errors: [String] { state.withLock { $0.errors } }
     var removals: [String] { state.withLock { $0.removals } }
 
     func providerRequest(_ provider: Platform, status: Int?, reason: String?, outcome: String, seconds: Double) {
-        state.withLock { $0.requests.append(status.map { "\($0)\(reason.map { " " + $0 } ?? "")" } ?? outcome) }
+        let line = status.map { "\($0)\(reason.map { " " + $0 } ?? "")" } ?? outcome
+        state.withLock { state in
+            if provider == .apns { state.requests.append(line) } else { state.fcmRequests.append(line) }
+        }
     }
     func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {}
     func abandoned(_ count: Int) {}

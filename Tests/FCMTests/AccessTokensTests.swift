@@ -144,7 +144,7 @@ struct AccessTokensTests {
         await setup.stop()
     }
 
-    @Test(.disabled("bug: AccessTokens.fetchForWaiters counts every fetch, failed ones too, so renewals (the metric registry_provider_credential_renewals_total) grows with each refused or failed grant"))
+    @Test
     func failedFetchesAreNotRenewals() async throws {
         // What registry_provider_credential_renewals_total{provider="fcm"} counts: tokens fetched after the first.
         let setup = try await Self.setUp(script: #"""
