@@ -149,7 +149,7 @@ import Testing
 
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/bk/backup.json"))) as? [String: Any]
         #expect(manifest?["format"] as? String == "registryd-backup")
-        #expect(manifest?["schemaVersion"] as? Int == 5)
+        #expect(manifest?["schemaVersion"] as? Int == 6)
         let counted = ((manifest?["stats"] as? [String: Any])?["counts"] as? [String: Any])?["devices"] as? Int
         let (_, stats, _) = try await exe.run(["stats", "--json", "--data-dir", "bk"] + keys, in: directory)
         let restoredCount = ((try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])?["counts"] as? [String: Any])?["devices"] as? Int
@@ -310,11 +310,12 @@ import Testing
         let directory = try exe.makeDirectory()
         try await fillRegistry(directory)
         let (_, original, _) = try await exe.run(["export"], in: directory)
-        // 3,000 more devices, made from one exported line, so the import lasts past the first redraw.
+        // 20,000 more devices, made from one exported line, so the import lasts
+        // several times past the first draw (200 ms) even on a fast machine.
         let template = try #require(original.split(separator: "\n").first { $0.contains(#""deviceId":"B0""#) })
         let token = Self.hexToken(300)
         var lines = ""
-        for i in 0..<3_000 {
+        for i in 0..<20_000 {
             lines += template.replacingOccurrences(of: #""deviceId":"B0""#, with: #""deviceId":"X\#(i)""#)
                 .replacingOccurrences(of: token, with: Self.hexToken(10_000 + i)) + "\n"
         }
@@ -328,7 +329,7 @@ import Testing
         // with \r, erased before the summary.
         let terminal = try runWithTerminalStderr(["import", "--data-dir", directory + "/b", "--from", directory + "/many.jsonl"])
         #expect(terminal.contains("\r\u{1B}[Kimport: "), "\(terminal.debugDescription)")
-        #expect(terminal.contains(" / 3,000 records, "), "\(terminal.debugDescription)")
+        #expect(terminal.contains(" / 20,000 records, "), "\(terminal.debugDescription)")
         #expect(terminal.contains("/s, "), "\(terminal.debugDescription)")
         #expect(terminal.contains(" left"), "\(terminal.debugDescription)")
         #expect(terminal.hasSuffix("\r\u{1B}[K"), "erased at the end: \(terminal.debugDescription)")
@@ -436,15 +437,22 @@ import Testing
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
         try process.run()
-        process.waitUntilExit()
-        close(slave)
+        // Read while the child runs and drain before closing our end of the
+        // slave: once no slave is open Linux may answer EIO and drop what the
+        // terminal still held.
         var output: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
+        var pending = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
         while true {
-            let n = read(master, &chunk, chunk.count)
-            if n <= 0 { break }
-            output += chunk[0..<n]
+            let running = process.isRunning
+            if poll(&pending, 1, running ? 50 : 0) > 0 {
+                let n = read(master, &chunk, chunk.count)
+                if n > 0 { output += chunk[0..<n]; continue }
+            }
+            if !running { break }
         }
+        process.waitUntilExit()
+        close(slave)
         return String(decoding: output, as: UTF8.self)
     }
 }
