@@ -4,8 +4,9 @@ import RegistrydTestSupport
 import Testing
 
 /// What the delivery tests of the executable share: `serve`'s `--apns-*`
-/// flags pointed at a running `tools/fake-apns`, the notification routes
-/// read as JSON, the fake's request log, and `/metrics` samples.
+/// and `--fcm-*` flags pointed at a running `tools/fake-apns` or
+/// `tools/fake-fcm`, the notification routes read as JSON, the fakes'
+/// request logs, and `/metrics` samples.
 enum DeliveryServing {
     static let skipReason: Comment = "tools/fake-apns needs /usr/bin/python3 with h2 and cryptography (tools/install-deps --tools)"
 
@@ -16,6 +17,25 @@ enum DeliveryServing {
          "--apns-production-url", "https://127.0.0.1:\(fake.productionPort)",
          "--apns-sandbox-url", "https://127.0.0.1:\(fake.sandboxPort)",
          "--apns-ca-file", fake.caFile, "--apns-request-timeout", timeout]
+    }
+
+    /// The delivery flags of a server that sends to `fake` through FCM only
+    /// (the service account of app `default`, the fake's CA trusted).
+    static func flags(_ fake: FakeFCM, timeout: String = "10s") -> [String] {
+        ["--fcm-service-account", "default=\(fake.serviceAccountFile)", "--fcm-url", fake.baseURL,
+         "--fcm-token-url", fake.tokenURL, "--fcm-ca-file", fake.caFile, "--fcm-request-timeout", timeout]
+    }
+
+    /// Runs `body` with a fake FCM playing `script`, stopped afterwards, also when `body` throws.
+    static func withFakeFCM(script: String = "{}", _ body: (FakeFCM) async throws -> Void) async throws {
+        let fake = try await FakeFCM.start(script: script)
+        do {
+            try await body(fake)
+        } catch {
+            await fake.stop()
+            throw error
+        }
+        await fake.stop()
     }
 
     /// Runs `body` with a fake APNs that answers 200 to everything, and
@@ -77,8 +97,15 @@ enum DeliveryServing {
     }
 
     /// The fake's request log as it is on disk now (it flushes every 50 ms).
-    static func log(_ fake: FakeAPNs) -> [[String: Any]] {
-        let text = (try? String(contentsOfFile: fake.logFile, encoding: .utf8)) ?? ""
+    static func log(_ fake: FakeAPNs) -> [[String: Any]] { log(file: fake.logFile) }
+
+    /// The fake FCM's `messages:send` records as they are on disk now (it flushes every 50 ms).
+    static func sends(_ fake: FakeFCM) -> [[String: Any]] {
+        log(file: fake.logFile).filter { $0["endpoint"] as? String == "send" }
+    }
+
+    private static func log(file: String) -> [[String: Any]] {
+        let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { object(String($0)) }.filter { !$0.isEmpty }
     }
 
@@ -98,14 +125,34 @@ enum DeliveryServing {
     /// data directory, before any server runs there: the quickest way to
     /// a large fan-out.
     static func importActivityTokens(_ count: Int, activity: String, in directory: String, store: [String] = []) async throws {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await importRecords(count, in: directory, store: store) { i in
+            (platform: "apns", pushToken: nil, activityTokens: #"[{"activityId":"\#(activity)","token":"\#(token(i))","#
+                + #""environment":"production","updatedAt":\#(Self.now)}]"#)
+        }
+    }
+
+    /// Registers `count` Android devices (user `u<i>`, device `d<i>`, FCM
+    /// push token `fcmToken(i)`) by `registryd import`, as `importActivityTokens` does.
+    static func importFCMTokens(_ count: Int, in directory: String) async throws {
+        try await importRecords(count, in: directory, store: []) { i in
+            (platform: "fcm", pushToken: #"{"token":"\#(fcmToken(i))","environment":"production","updatedAt":\#(Self.now)}"#,
+             activityTokens: "[]")
+        }
+    }
+
+    private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// `registryd import` of `count` export lines whose device parts `record(i)` gives.
+    private static func importRecords(_ count: Int, in directory: String, store: [String],
+                                      _ record: (Int) -> (platform: String, pushToken: String?, activityTokens: String)) async throws {
+        let now = Self.now
         var lines = ""
         lines.reserveCapacity(count * 400)
         for i in 0..<count {
-            lines += #"{"device":{"userId":"u\#(i)","deviceId":"d\#(i)","platform":"apns","environment":"production","#
+            let parts = record(i)
+            lines += #"{"device":{"userId":"u\#(i)","deviceId":"d\#(i)","platform":"\#(parts.platform)","environment":"production","#
                 + #""osVersion":null,"appVersion":null,"createdAt":\#(now),"lastSeenAt":\#(now),"sequence":null,"#
-                + #""pushToken":null,"pushToStartToken":null,"activityTokens":[{"activityId":"\#(activity)","#
-                + #""token":"\#(token(i))","environment":"production","updatedAt":\#(now)}]}}"# + "\n"
+                + #""pushToken":\#(parts.pushToken ?? "null"),"pushToStartToken":null,"activityTokens":\#(parts.activityTokens)}}"# + "\n"
         }
         let file = directory + "/records.jsonl"
         try lines.write(toFile: file, atomically: true, encoding: .utf8)
@@ -117,5 +164,10 @@ enum DeliveryServing {
     /// A 32-byte APNs token for index `i`, distinct for every `i` below 2^32.
     static func token(_ i: Int) -> String {
         String(repeating: String(format: "%08x", i), count: 8)
+    }
+
+    /// An FCM registration token for index `i` (FCM's shape: an instance id, a colon, 140 characters).
+    static func fcmToken(_ i: Int) -> String {
+        String(format: "f%010d:APA91b", i) + String(repeating: String(format: "%08x", i), count: 17)
     }
 }
