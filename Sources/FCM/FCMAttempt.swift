@@ -52,6 +52,10 @@ package struct FCMAttempt {
             return finish(.retry(after: retryAfter ?? Self.quotaWait), status, answer.code ?? "QUOTA_EXCEEDED")
         case 500, 503:
             return finish(.retry(after: retryAfter), status, answer.code ?? (status == 500 ? "INTERNAL" : "UNAVAILABLE"))
+        case 502, 504:
+            // A gateway (Google's front end, a proxy) took the request and
+            // lost track of it behind it: it may have been sent, so never again.
+            return finish(.unknown, status, answer.code ?? (status == 502 ? "BAD_GATEWAY" : "GATEWAY_TIMEOUT"))
         default:
             return finish(.failed, status, answer.message ?? answer.code)
         }

@@ -133,6 +133,16 @@ import Testing
         #expect(try Self.first(FCMAnswer(status: 500, body: [], retryAfter: nil)).reason == "INTERNAL")
     }
 
+    /// A gateway's 502 or 504 says the request got past Google's front end
+    /// and its fate behind it is unknown: at most once, never sent again.
+    @Test func aGatewaysErrorIsUnknown() throws {
+        for status in [502, 504] {
+            let page = try Self.first(FCMAnswer(status: status, body: Array("<html>Bad Gateway</html>".utf8), retryAfter: nil))
+            #expect(page.verdict == .unknown, "\(status)")
+            #expect(page.status == status && page.requests == 1)
+        }
+    }
+
     @Test func aRequestNeverWrittenIsRetriedAndNotCounted() {
         var attempt = FCMAttempt()
         #expect(attempt.notSent("connection refused") == ProviderOutcome(.retry(after: nil), reason: "connection refused", requests: 0))

@@ -235,4 +235,7 @@ class Connection:
         if not self.closed and self.conn is not None:
             self._abort(h2.errors.ErrorCodes.NO_ERROR)
         self._close()
-        self.writer.transport.abort()
+        try:
+            self.writer.transport.abort()
+        except AttributeError:
+            pass  # asyncio's TLS transport after the peer already went away: nothing left to drop
