@@ -24,13 +24,8 @@ public final class APNsClient: Sendable {
                 throw APNsClientError(message: "the APNs \(host.rawValue) URL \(url) \(problem)")
             }
         }
-        var transport = HTTP2ClientConfiguration(
-            name: "apns", caFile: configuration.caFile, requestTimeout: configuration.requestTimeout,
-            connectTimeout: configuration.connectTimeout, connectionsPerHost: configuration.connectionsPerHost,
-            maxStreamsPerConnection: configuration.maxStreamsPerConnection)
-        transport.threadNiceness = configuration.threadNiceness
         do {
-            http = try HTTP2Client(configuration: transport)
+            http = try HTTP2Client(configuration: configuration.http)
         } catch {
             throw APNsClientError(message: error.message)
         }

@@ -21,13 +21,8 @@ public final class FCMProvider: DeliveryProvider {
         if let problem = HTTP2Client.problem(withOrigin: configuration.fcmURL) {
             throw ServiceAccountError("the FCM URL \(configuration.fcmURL) \(problem)")
         }
-        var transport = HTTP2ClientConfiguration(
-            name: "fcm", caFile: configuration.caFile, requestTimeout: configuration.requestTimeout,
-            connectTimeout: configuration.connectTimeout, connectionsPerHost: configuration.connectionsPerHost,
-            maxStreamsPerConnection: configuration.maxStreamsPerConnection)
-        transport.threadNiceness = configuration.threadNiceness
         do {
-            http = try HTTP2Client(configuration: transport)
+            http = try HTTP2Client(configuration: configuration.http)
         } catch {
             throw ServiceAccountError(error.message)
         }

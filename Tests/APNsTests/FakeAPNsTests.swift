@@ -123,7 +123,7 @@ struct FakeAPNsTests {
     @Test func tlsIsVerifiedAgainstTheSystemRootsWithoutTheCA() async throws {
         let fake = try await FakeAPNs.start(script: #"{"tokens": {}}"#)
         var configuration = fake.configuration()
-        configuration.caFile = nil
+        configuration.http.caFile = nil
         let client = try APNsClient(configuration: configuration, tokens: fake.tokens())
         client.start()
         let result = await client.send(request(token("7a")))

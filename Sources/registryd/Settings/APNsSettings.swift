@@ -47,23 +47,10 @@ struct APNsSettings: Sendable {
         if settings.topics.isEmpty {
             throw Arguments.Failure(description: "--apns-topic is required with --apns-key-file: APPID=BUNDLEID for each app to send to")
         }
-        for flag in ["apns-production-url", "apns-sandbox-url"] {
-            guard let (url, source) = arguments.value(flag) else { continue }
-            guard url.hasPrefix("https://"), url.count > 8 else {
-                throw Arguments.Failure(description: "\(source) must be an https:// URL (TLS is always verified), got '\(url)'")
-            }
-            if flag == "apns-production-url" { settings.productionURL = url } else { settings.sandboxURL = url }
-        }
-        if let (caFile, source) = arguments.value("apns-ca-file") {
-            guard !caFile.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
-            settings.caFile = caFile
-        }
-        if let timeout = try Settings.duration(arguments, "apns-request-timeout") {
-            guard timeout >= .seconds(1), timeout <= .seconds(600) else {
-                throw Arguments.Failure(description: "--apns-request-timeout must be from 1s to 600s")
-            }
-            settings.requestTimeout = timeout
-        }
+        settings.productionURL = try ProviderFlags.httpsURL(arguments, "apns-production-url") ?? settings.productionURL
+        settings.sandboxURL = try ProviderFlags.httpsURL(arguments, "apns-sandbox-url") ?? settings.sandboxURL
+        settings.caFile = try ProviderFlags.caFile(arguments, "apns-ca-file")
+        settings.requestTimeout = try ProviderFlags.requestTimeout(arguments, "apns-request-timeout") ?? settings.requestTimeout
         return settings
     }
 

@@ -35,23 +35,10 @@ struct FCMSettings: Sendable {
             }
             settings.serviceAccounts[parts[0]] = parts[1]
         }
-        for flag in ["fcm-url", "fcm-token-url"] {
-            guard let (url, source) = arguments.value(flag) else { continue }
-            guard url.hasPrefix("https://"), url.count > 8 else {
-                throw Arguments.Failure(description: "\(source) must be an https:// URL (TLS is always verified), got '\(url)'")
-            }
-            if flag == "fcm-url" { settings.fcmURL = url } else { settings.tokenURL = url }
-        }
-        if let (caFile, source) = arguments.value("fcm-ca-file") {
-            guard !caFile.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
-            settings.caFile = caFile
-        }
-        if let timeout = try Settings.duration(arguments, "fcm-request-timeout") {
-            guard timeout >= .seconds(1), timeout <= .seconds(600) else {
-                throw Arguments.Failure(description: "--fcm-request-timeout must be from 1s to 600s")
-            }
-            settings.requestTimeout = timeout
-        }
+        settings.fcmURL = try ProviderFlags.httpsURL(arguments, "fcm-url") ?? settings.fcmURL
+        settings.tokenURL = try ProviderFlags.httpsURL(arguments, "fcm-token-url")
+        settings.caFile = try ProviderFlags.caFile(arguments, "fcm-ca-file")
+        settings.requestTimeout = try ProviderFlags.requestTimeout(arguments, "fcm-request-timeout") ?? settings.requestTimeout
         return settings
     }
 }

@@ -16,7 +16,7 @@ enum APNsSetup {
             var configuration = APNsClientConfiguration(
                 productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, caFile: settings.caFile,
                 requestTimeout: settings.requestTimeout)
-            configuration.threadNiceness = DeliverySetup.senderNiceness
+            configuration.http.threadNiceness = DeliverySetup.senderNiceness
             return APNsProvider(client: try APNsClient(configuration: configuration, tokens: tokens), tokens: tokens,
                                 topics: settings.topics)
         } catch {

@@ -17,7 +17,7 @@ enum FCMSetup {
         }
         var configuration = FCMConfiguration(fcmURL: settings.fcmURL, tokenURL: settings.tokenURL, caFile: settings.caFile,
                                              requestTimeout: settings.requestTimeout)
-        configuration.threadNiceness = DeliverySetup.senderNiceness
+        configuration.http.threadNiceness = DeliverySetup.senderNiceness
         do {
             return try FCMProvider(configuration: configuration, accounts: accounts)
         } catch {
