@@ -9,7 +9,7 @@ import RegistrydTestSupport
 ///
 /// `@unchecked Sendable`: one test owns it; the process handle is only
 /// touched by `start` and `stop`.
-package final class FakeAPNs: @unchecked Sendable {
+package final class FakeAPNs: Stoppable, @unchecked Sendable {
     package static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
     package static let tool = repositoryRoot + "/tools/fake-apns"
@@ -45,41 +45,20 @@ package final class FakeAPNs: @unchecked Sendable {
     /// Starts the fake with `script` (a JSON object of tokens to answers)
     /// and waits until it listens.
     package static func start(script: String) async throws -> FakeAPNs {
-        guard let shared = await offThePool({ Self.shared }) else { throw FakeAPNsError("fake-apns --make-key failed") }
+        guard let shared = await offThePool({ Self.shared }) else { throw TestFailure("fake-apns --make-key failed") }
         let directory = temporaryDirectory()
-        let ready = directory + "/ready.json"
         try script.write(toFile: directory + "/script.json", atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [tool, "--cert-dir", shared, "--auth-key", shared + "/apns-key.pub.pem",
-                             "--team-id", teamId, "--key-id", keyId, "--topic", topic,
-                             "--script", directory + "/script.json", "--log", directory + "/log.jsonl",
-                             "--ready-file", ready, "--stall-seconds", "30"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<200 {
-            if let data = FileManager.default.contents(atPath: ready), case .object(let ports)? = try? JSONParser.parse([UInt8](data)),
-               let production = ports["production"]?.exactInt64, let sandbox = ports["sandbox"]?.exactInt64 {
-                return FakeAPNs(directory: directory, productionPort: Int(production), sandboxPort: Int(sandbox), process: process)
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        let (process, ports) = try await FakeProcess.launch(tool, [
+            "--cert-dir", shared, "--auth-key", shared + "/apns-key.pub.pem", "--team-id", teamId, "--key-id", keyId, "--topic", topic,
+            "--script", directory + "/script.json", "--log", directory + "/log.jsonl", "--stall-seconds", "30"], readyFile: directory + "/ready.json")
+        guard let production = ports["production"]?.exactInt64, let sandbox = ports["sandbox"]?.exactInt64 else {
+            await FakeProcess.stop(process)
+            throw TestFailure("fake-apns's ready file has no ports")
         }
-        kill(process.processIdentifier, SIGKILL)
-        throw FakeAPNsError("fake-apns did not become ready")
+        return FakeAPNs(directory: directory, productionPort: Int(production), sandboxPort: Int(sandbox), process: process)
     }
 
-    /// SIGTERM (the fake unblocks it, whatever mask it inherited: it
-    /// flushes its log and exits), then SIGKILL if it is still there after 5 s.
-    package func stop() async {
-        kill(process.processIdentifier, SIGTERM)
-        for _ in 0..<250 where process.isRunning {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        let process = process
-        await offThePool { process.waitUntilExit() }
-    }
+    package func stop() async { await FakeProcess.stop(process) }
 
     package func tokens() throws -> ProviderTokens {
         try ProviderTokens(key: ProviderKey(contentsOf: Self.shared! + "/apns-key.p8"), teamId: Self.teamId, keyId: Self.keyId)
@@ -95,18 +74,10 @@ package final class FakeAPNs: @unchecked Sendable {
     package func log(count: Int) async throws -> [JSONObject] {
         var records: [JSONObject] = []
         for _ in 0..<100 {
-            let text = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
-            records = text.split(separator: "\n").compactMap { line in
-                if case .object(let object)? = try? JSONParser.parse(Array(line.utf8)) { object } else { nil }
-            }
+            records = FakeProcess.records(logFile)
             if records.count >= count { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         return records
     }
-}
-
-package struct FakeAPNsError: Error, CustomStringConvertible {
-    package let description: String
-    package init(_ description: String) { self.description = description }
 }

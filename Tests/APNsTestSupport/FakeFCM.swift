@@ -16,7 +16,7 @@ import RegistrydTestSupport
 ///
 /// `@unchecked Sendable`: one test owns it; the process handle is only
 /// touched by `start` and `stop`.
-package final class FakeFCM: @unchecked Sendable {
+package final class FakeFCM: Stoppable, @unchecked Sendable {
     package static let tool = FakeAPNs.repositoryRoot + "/tools/fake-fcm"
     package static let projectId = "registry-test"
     package static let clientEmail = "registryd@registry-test.iam.gserviceaccount.com"
@@ -62,41 +62,22 @@ package final class FakeFCM: @unchecked Sendable {
     /// dropped after 30 s.
     package static func start(script: String = "{}", tokenLifetime: Int = 3600) async throws -> FakeFCM {
         guard let shared = await offThePool({ Self.shared }) else {
-            throw FakeFCMError("fake-fcm --make-service-account (or fake-apns --make-key) failed")
+            throw TestFailure("fake-fcm --make-service-account (or fake-apns --make-key) failed")
         }
         let directory = temporaryDirectory()
-        let ready = directory + "/ready.json"
         try script.write(toFile: directory + "/script.json", atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [tool, "--cert-dir", shared, "--service-account", shared + "/service-account.json",
-                             "--script", directory + "/script.json", "--log", directory + "/log.jsonl",
-                             "--ready-file", ready, "--token-lifetime", String(tokenLifetime), "--stall-seconds", "30"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<200 {
-            if let data = FileManager.default.contents(atPath: ready), case .object(let info)? = try? JSONParser.parse([UInt8](data)),
-               let port = info["port"]?.exactInt64 {
-                return FakeFCM(directory: directory, port: Int(port), process: process)
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        let (process, ready) = try await FakeProcess.launch(tool, [
+            "--cert-dir", shared, "--service-account", shared + "/service-account.json", "--script", directory + "/script.json",
+            "--log", directory + "/log.jsonl", "--token-lifetime", String(tokenLifetime), "--stall-seconds", "30"],
+            readyFile: directory + "/ready.json")
+        guard let port = ready["port"]?.exactInt64 else {
+            await FakeProcess.stop(process)
+            throw TestFailure("fake-fcm's ready file has no port")
         }
-        kill(process.processIdentifier, SIGKILL)
-        throw FakeFCMError("fake-fcm did not become ready")
+        return FakeFCM(directory: directory, port: Int(port), process: process)
     }
 
-    /// SIGTERM (the fake unblocks it, whatever mask it inherited: it
-    /// flushes its log and exits), then SIGKILL if it is still there after 5 s.
-    package func stop() async {
-        kill(process.processIdentifier, SIGTERM)
-        for _ in 0..<250 where process.isRunning {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        let process = process
-        await offThePool { process.waitUntilExit() }
-    }
+    package func stop() async { await FakeProcess.stop(process) }
 
     /// The log's records (`"endpoint"`: `"send"`, `"token"` or `"other"`),
     /// only those of `endpoint` when given. The fake flushes its log every
@@ -104,20 +85,10 @@ package final class FakeFCM: @unchecked Sendable {
     package func log(count: Int, endpoint: String? = nil) async throws -> [JSONObject] {
         var records: [JSONObject] = []
         for _ in 0..<100 {
-            let text = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
-            records = text.split(separator: "\n").compactMap { line in
-                guard case .object(let object)? = try? JSONParser.parse(Array(line.utf8)) else { return nil }
-                if let endpoint, object["endpoint"] != .string(endpoint) { return nil }
-                return object
-            }
+            records = FakeProcess.records(logFile).filter { endpoint == nil || $0["endpoint"] == .string(endpoint!) }
             if records.count >= count { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         return records
     }
-}
-
-package struct FakeFCMError: Error, CustomStringConvertible {
-    package let description: String
-    package init(_ description: String) { self.description = description }
 }

@@ -99,7 +99,7 @@ final class SilentListener: @unchecked Sendable {
         }
         guard bound else {
             Glibc.close(descriptor)
-            throw FakeAPNsError("cannot listen on 127.0.0.1")
+            throw TestFailure("cannot listen on 127.0.0.1")
         }
         self.descriptor = descriptor
         port = Int(UInt16(bigEndian: address.sin_port))

@@ -180,12 +180,5 @@ struct FCMSenderTests {
 
 /// Runs `body` with a harness holding a fake FCM scripted with `script`, and always stops it.
 func withFCMHarness(script: String, _ body: (SenderHarness) async throws -> Void) async throws {
-    let harness = try await SenderHarness(fcmScript: script)
-    do {
-        try await body(harness)
-    } catch {
-        await harness.stop()
-        throw error
-    }
-    await harness.stop()
+    try await stopping(try await SenderHarness(fcmScript: script), body)
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// A store (the test backend), a fake APNs (and, when given a script, a
 /// fake FCM) and a sender between them, for one test; `stop()` takes them
 /// down.
-final class SenderHarness: @unchecked Sendable {
+final class SenderHarness: Stoppable, @unchecked Sendable {
     let fixture: StoreFixture
     let fake: FakeAPNs
     let fakeFCM: FakeFCM?
@@ -92,7 +92,7 @@ final class SenderHarness: @unchecked Sendable {
                                           expiration: expiration ?? fixture.clock.now().adding(seconds: 3600),
                                           collapseId: collapseId, idempotencyKey: nil, digest: [])
         let intake = NotificationIntake(registry: store, deliveries: store, clock: fixture.clock, capabilities: capabilities)
-        guard case .accepted(let notification) = try await intake.accept(request) else { throw FakeAPNsError("not accepted") }
+        guard case .accepted(let notification) = try await intake.accept(request) else { throw TestFailure("not accepted") }
         sender?.notify()
         return notification
     }

@@ -177,12 +177,5 @@ import Testing
 
 /// Runs `body` with a harness, and always stops it (the fake is a child process).
 func withHarness(script: String = #"{"tokens": {}}"#, _ body: (SenderHarness) async throws -> Void) async throws {
-    let harness = try await SenderHarness(script: script)
-    do {
-        try await body(harness)
-    } catch {
-        await harness.stop()
-        throw error
-    }
-    await harness.stop()
+    try await stopping(try await SenderHarness(script: script), body)
 }

@@ -28,27 +28,13 @@ enum DeliveryServing {
 
     /// Runs `body` with a fake FCM playing `script`, stopped afterwards, also when `body` throws.
     static func withFakeFCM(script: String = "{}", _ body: (FakeFCM) async throws -> Void) async throws {
-        let fake = try await FakeFCM.start(script: script)
-        do {
-            try await body(fake)
-        } catch {
-            await fake.stop()
-            throw error
-        }
-        await fake.stop()
+        try await stopping(try await FakeFCM.start(script: script), body)
     }
 
     /// Runs `body` with a fake APNs that answers 200 to everything, and
     /// stops the fake afterwards, also when `body` throws.
     static func withFake(_ body: (FakeAPNs) async throws -> Void) async throws {
-        let fake = try await FakeAPNs.start(script: #"{"tokens": {}}"#)
-        do {
-            try await body(fake)
-        } catch {
-            await fake.stop()
-            throw error
-        }
-        await fake.stop()
+        try await stopping(try await FakeAPNs.start(script: #"{"tokens": {}}"#), body)
     }
 
     /// The internal API key serve generated in `directory`'s data directory.
