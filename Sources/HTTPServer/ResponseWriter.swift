@@ -16,8 +16,18 @@ enum ResponseWriter {
         }
         guard let mhdResponse = created else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
+        var json = false, marked = false
         for (name, value) in response.headers where !reserved.contains(name.lowercased()) {
             _ = MHD_add_response_header(mhdResponse, name, value)
+            switch name.lowercased() {
+            case "content-type": json = value.lowercased().hasPrefix("application/json")
+            case "x-content-type-options": marked = true
+            default: break
+            }
+        }
+        // A JSON answer is never to be sniffed into something a browser runs.
+        if json && !marked {
+            _ = MHD_add_response_header(mhdResponse, "X-Content-Type-Options", "nosniff")
         }
         if response.closeConnection {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")

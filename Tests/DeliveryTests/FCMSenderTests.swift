@@ -26,8 +26,8 @@ struct FCMSenderTests {
 
     @Test func aMixedUserGetsEachTokenOnceThroughItsOwnProviderWithItsOwnBody() async throws {
         try await withFCMHarness(script: #"{"tokens": {}}"#) { h in
-            try await h.store.registerDevice(DeviceRegistration(userId: "mia", deviceId: "pixel", pushToken: .set("fcm-mia-1"), platform: .fcm))
-            try await h.store.registerDevice(DeviceRegistration(userId: "mia", deviceId: "phone", pushToken: .set(apnsToken(1))))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "mia", deviceId: "pixel", pushToken: .set("fcm-mia-1"), platform: .fcm))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "mia", deviceId: "phone", pushToken: .set(apnsToken(1))))
             try h.startSender()
             let accepted = try await h.notify(.user("mia"), fcm: Self.fcmBody)
             #expect(accepted.counts[.queued] == 2)
@@ -56,8 +56,8 @@ struct FCMSenderTests {
 
     @Test func aTokenWithoutItsPlatformsBodyOrProviderFailsAtAcceptAndIsNeverSent() async throws {
         try await withFCMHarness(script: #"{"tokens": {}}"#) { h in
-            try await h.store.registerDevice(DeviceRegistration(userId: "ned", deviceId: "pixel", pushToken: .set("fcm-ned-1"), platform: .fcm))
-            try await h.store.registerDevice(DeviceRegistration(userId: "ned", deviceId: "phone", pushToken: .set(apnsToken(2))))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "ned", deviceId: "pixel", pushToken: .set("fcm-ned-1"), platform: .fcm))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "ned", deviceId: "phone", pushToken: .set(apnsToken(2))))
             try h.startSender(fcmApps: ["default"])
             let apnsOnly = try await h.notify(.user("ned"))
             let fcmOnly = try await h.notify(.user("ned"), payload: nil, fcm: Self.fcmBody)
@@ -94,7 +94,7 @@ struct FCMSenderTests {
         ]
         try await withFCMHarness(script: Self.script(rows.map { ($0.0, $0.1) })) { h in
             for (n, row) in rows.enumerated() {
-                try await h.store.registerDevice(DeviceRegistration(userId: "row\(n)", deviceId: "pixel", pushToken: .set(row.0), platform: .fcm))
+                _ = try await h.store.registerDevice(DeviceRegistration(userId: "row\(n)", deviceId: "pixel", pushToken: .set(row.0), platform: .fcm))
             }
             try h.startSender(timeout: .seconds(2))
             let accepted = try await h.notify(.users(rows.indices.map { "row\($0)" }), payload: nil, fcm: Self.fcmBody)
@@ -119,8 +119,8 @@ struct FCMSenderTests {
         try await withFCMHarness(script: Self.script([
             ("fcm-quota", #"[{"error": "QUOTA_EXCEEDED"}]"#), ("fcm-quota-5", #"[{"error": "QUOTA_EXCEEDED", "retryAfter": 5}]"#),
         ])) { h in
-            try await h.store.registerDevice(DeviceRegistration(userId: "q1", deviceId: "pixel", pushToken: .set("fcm-quota"), platform: .fcm))
-            try await h.store.registerDevice(DeviceRegistration(userId: "q2", deviceId: "pixel", pushToken: .set("fcm-quota-5"), platform: .fcm))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "q1", deviceId: "pixel", pushToken: .set("fcm-quota"), platform: .fcm))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "q2", deviceId: "pixel", pushToken: .set("fcm-quota-5"), platform: .fcm))
             try h.startSender()
             let sentAt = h.fixture.clock.now()
             let accepted = try await h.notify(.users(["q1", "q2"]), payload: nil, fcm: Self.fcmBody)
@@ -145,14 +145,14 @@ struct FCMSenderTests {
             ("fcm-renew", #"[{"action": "revoke_bearer"}, {"status": 200}]"#),
             ("fcm-twice", #"[{"error": "UNAUTHENTICATED"}]"#),
         ])) { h in
-            try await h.store.registerDevice(DeviceRegistration(userId: "r1", deviceId: "pixel", pushToken: .set("fcm-renew"), platform: .fcm))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "r1", deviceId: "pixel", pushToken: .set("fcm-renew"), platform: .fcm))
             try h.startSender()
             let first = try await h.notify(.user("r1"), payload: nil, fcm: Self.fcmBody)
             let (_, renewed) = try await h.settled(first.id)
             #expect(renewed.first?.state == .delivered && renewed.first?.attempts == 2 && renewed.first?.retries == 0)
             #expect(try await h.fakeFCM!.log(count: 2, endpoint: "token").count == 2, "one renewal")
 
-            try await h.store.registerDevice(DeviceRegistration(userId: "r2", deviceId: "pixel", pushToken: .set("fcm-twice"), platform: .fcm))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "r2", deviceId: "pixel", pushToken: .set("fcm-twice"), platform: .fcm))
             let second = try await h.notify(.user("r2"), payload: nil, fcm: Self.fcmBody)
             let (_, refused) = try await h.settled(second.id)
             #expect(refused.first?.state == .failed && refused.first?.reason == "UNAUTHENTICATED" && refused.first?.attempts == 2)
@@ -164,7 +164,7 @@ struct FCMSenderTests {
     @Test func aRefusedGrantFailsTheDeliveriesAsFcmAuthFailedAndKeepsEveryToken() async throws {
         try await withFCMHarness(script: Self.script([], tokenEndpoint: #"[{"status": 400, "error": "invalid_grant"}]"#)) { h in
             for n in 1...3 {
-                try await h.store.registerDevice(DeviceRegistration(userId: "g\(n)", deviceId: "pixel", pushToken: .set("fcm-g\(n)"), platform: .fcm))
+                _ = try await h.store.registerDevice(DeviceRegistration(userId: "g\(n)", deviceId: "pixel", pushToken: .set("fcm-g\(n)"), platform: .fcm))
             }
             try h.startSender()
             let accepted = try await h.notify(.users(["g1", "g2", "g3"]), payload: nil, fcm: Self.fcmBody)

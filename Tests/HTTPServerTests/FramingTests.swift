@@ -24,6 +24,7 @@ extension LiveServer {
                 server.boundPort, "GET / HTTP/1.1\r\nHost: t\r\nX-One: \(filler)\r\nX-Two: \(filler)\r\n\r\n")
             #expect(response.status == 431)
             #expect(response.header("Content-Type") == "application/json")
+            #expect(response.header("X-Content-Type-Options") == "nosniff", "every JSON answer, the server's own too")
             #expect(response.text.contains("\"headers_too_large\""))
             #expect(closed)
         }

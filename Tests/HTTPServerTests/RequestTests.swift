@@ -20,6 +20,7 @@ extension LiveServer {
             #expect(response.header("X-Path") == "/items/a%2Fb")
             #expect(response.header("X-Query") == "x=%41&y")
             #expect(response.header("Content-Length") == "0")
+            #expect(response.header("X-Content-Type-Options") == nil, "only JSON answers are marked")
         }
 
         @Test func postDeliversBody() async throws {

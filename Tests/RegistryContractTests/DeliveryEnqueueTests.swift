@@ -97,6 +97,27 @@ struct DeliveryEnqueueTests {
         #expect(try await f.notify(.user("alice"), idempotencyKey: "other", digest: [2]).isAccepted)
     }
 
+    /// Two apps of one registry may pick the same key: each answers its own
+    /// notification, and neither is refused for the other's body.
+    @Test func idempotencyKeysAreScopedToTheirApp() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        let scores = try await f.notify(.user("alice"), idempotencyKey: "goal-42", digest: [1])
+        let news = try await f.notify(.user("alice"), appId: "com.example.news", idempotencyKey: "goal-42", digest: [2])
+        #expect(news.isAccepted && news.record.id != scores.record.id)
+        #expect(try await f.notify(.user("alice"), idempotencyKey: "goal-42", digest: [1]).record.id == scores.record.id)
+        let again = try await f.notify(.user("alice"), appId: "com.example.news", idempotencyKey: "goal-42", digest: [2])
+        #expect(!again.isAccepted && again.record.id == news.record.id)
+        await #expect(throws: DeliveryError.idempotencyKeyReused) {
+            try await f.notify(.user("alice"), appId: "com.example.news", idempotencyKey: "goal-42", digest: [1])
+        }
+        // The sweep takes each app's key with its notification.
+        f.clock.advance(seconds: 8 * 86_400)
+        while try await f.deliveries.sweepNotifications(createdBefore: f.clock.now()) > 0 {}
+        #expect(try await f.notify(.user("alice"), appId: "com.example.news", idempotencyKey: "goal-42", digest: [3]).isAccepted)
+        #expect(try await f.notify(.user("alice"), idempotencyKey: "goal-42", digest: [3]).isAccepted)
+    }
+
     @Test func aKeyOlderThanADayStartsANewNotification() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)

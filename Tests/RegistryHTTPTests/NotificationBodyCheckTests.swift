@@ -37,6 +37,13 @@ import Testing
         (#"{"target": {"userId": "alice"}, \#(payload), "collapseId": "\#(String(repeating: "c", count: 65))"}"#, "collapseId"),
         (#"{"target": {"userId": "alice"}, \#(payload), "collapseId": "\#(String(repeating: "é", count: 33))"}"#, "collapseId"),
         (#"{"target": {"userId": "alice"}, \#(payload), "idempotencyKey": "\#(String(repeating: "k", count: 65))"}"#, "idempotencyKey"),
+        // Printable ASCII only: a control character would be refused by APNs after the 202, or split a log line.
+        (#"{"target": {"userId": "alice"}, \#(payload), "collapseId": "match\u000142"}"#, "collapseId"),
+        (#"{"target": {"userId": "alice"}, \#(payload), "collapseId": "match\n42"}"#, "collapseId"),
+        (#"{"target": {"userId": "alice"}, \#(payload), "collapseId": "match\u007f"}"#, "collapseId"),
+        (#"{"target": {"userId": "alice"}, \#(payload), "collapseId": "matché"}"#, "collapseId"),
+        (#"{"target": {"userId": "alice"}, \#(payload), "idempotencyKey": "goal\t42"}"#, "idempotencyKey"),
+        (#"{"target": {"userId": "alice"}, \#(payload), "idempotencyKey": "goal-42-ü"}"#, "idempotencyKey"),
         (#"{"target": {"userId": "alice"}, "appId": "com.acme.one", \#(payload)}"#, "appId"),
     ]
 

@@ -41,6 +41,13 @@ public struct NotificationRecord: Sendable, Hashable {
     }
 }
 
+extension NotificationRecord {
+    /// Where the idempotency key is stored: scoped to the app, so two apps
+    /// may use the same key. The separator (0x1F) is neither in an app id
+    /// nor in a key (printable ASCII).
+    package var scopedIdempotencyKey: String? { idempotencyKey.map { appId + "\u{1F}" + $0 } }
+}
+
 /// Which token of which record a delivery is for. The delivery keeps the
 /// holder, not the token: the token is read again when the delivery is
 /// sent, so a device that signed out (or whose token APNs retired) in the

@@ -24,12 +24,14 @@ enum NotificationBody {
             throw .invalidField("expiration", "must be epoch seconds")
         }
         let collapseId = try fields.optionalString("collapseId")
-        if let collapseId, collapseId.isEmpty || collapseId.utf8.count > NotificationRequest.maxCollapseIdBytes {
-            throw .invalidField("collapseId", "must be 1 to \(NotificationRequest.maxCollapseIdBytes) bytes")
+        if let collapseId, collapseId.isEmpty || collapseId.utf8.count > NotificationRequest.maxCollapseIdBytes
+            || !isPrintableASCII(collapseId) {
+            throw .invalidField("collapseId", "must be 1 to \(NotificationRequest.maxCollapseIdBytes) printable ASCII characters")
         }
         let idempotencyKey = try fields.optionalString("idempotencyKey")
-        if let idempotencyKey, idempotencyKey.isEmpty || idempotencyKey.utf8.count > NotificationRequest.maxIdempotencyKeyBytes {
-            throw .invalidField("idempotencyKey", "must be 1 to \(NotificationRequest.maxIdempotencyKeyBytes) bytes")
+        if let idempotencyKey, idempotencyKey.isEmpty || idempotencyKey.utf8.count > NotificationRequest.maxIdempotencyKeyBytes
+            || !isPrintableASCII(idempotencyKey) {
+            throw .invalidField("idempotencyKey", "must be 1 to \(NotificationRequest.maxIdempotencyKeyBytes) printable ASCII characters")
         }
         // The same request is the same target, app, push type, payload bytes and options as given
         // (the expiration as given, not its default, which moves with the clock).
@@ -107,6 +109,11 @@ enum NotificationBody {
             throw .invalidField("pushType", "must be 'liveactivity' for an activityId or pushToStart target")
         }
         return given
+    }
+
+    /// 0x20 to 0x7E: what an HTTP header value (`apns-collapse-id`) and a log line carry unchanged.
+    private static func isPrintableASCII(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 >= 0x20 && $0 <= 0x7E }
     }
 
     private static func integer(_ fields: BodyFields, _ name: String) throws(APIError) -> Int64? {

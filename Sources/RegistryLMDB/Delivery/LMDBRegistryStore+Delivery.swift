@@ -10,9 +10,7 @@ extension LMDBRegistryStore: DeliveryStore {
         guard let id = DeliveryKey.id(notification.id) else { throw DeliveryError.notFound }
         let d = deliverySchema
         return try await writing { w in
-            if let key = notification.idempotencyKey, let entry = try w.txn.get(Array(key.utf8), in: d.idempotency),
-               entry.count == 24, DeliveryKey.time(of: Array(entry.suffix(8))) > w.now.subtracting(Self.idempotencyWindow),
-               let first = try Self.notification(w.txn, d, Array(entry.prefix(16))) {
+            if let first = try Self.firstNotification(w.txn, d, notification, now: w.now) {
                 guard first.digest == notification.digest else { throw DeliveryError.idempotencyKeyReused }
                 return .existing(first)
             }
@@ -23,7 +21,7 @@ extension LMDBRegistryStore: DeliveryStore {
                 if delivery.state == .queued { try w.txn.put([], for: DeliveryKey.timed(delivery.notBefore, item), in: d.due) }
             }
             try w.txn.put([], for: DeliveryKey.timed(notification.createdAt, id), in: d.byCreation)
-            if let key = notification.idempotencyKey {
+            if let key = notification.scopedIdempotencyKey {
                 try w.txn.put(id + BigEndian.bytes(UInt64(bitPattern: notification.createdAt.milliseconds), count: 8),
                               for: Array(key.utf8), in: d.idempotency)
             }
@@ -200,9 +198,10 @@ extension LMDBRegistryStore: DeliveryStore {
                     }
                     for item in items { _ = try w.txn.delete(item, in: d.items) }
                     _ = try w.txn.delete(id, in: d.notifications)
-                    if let idempotencyKey = notification.idempotencyKey,
-                       let entry = try w.txn.get(Array(idempotencyKey.utf8), in: d.idempotency), Array(entry.prefix(16)) == id {
-                        _ = try w.txn.delete(Array(idempotencyKey.utf8), in: d.idempotency)
+                    for key in [notification.scopedIdempotencyKey, notification.idempotencyKey].compactMap({ $0 }) {
+                        if let entry = try w.txn.get(Array(key.utf8), in: d.idempotency), Array(entry.prefix(16)) == id {
+                            _ = try w.txn.delete(Array(key.utf8), in: d.idempotency)
+                        }
                     }
                 }
                 _ = try w.txn.delete(key, in: d.byCreation)
@@ -223,6 +222,21 @@ extension LMDBRegistryStore: DeliveryStore {
             return DeliveryQueueStats(queued: try read.txn.count(in: d.due), sending: try read.txn.count(in: d.sending),
                                       oldestDue: oldest)
         }
+    }
+
+    /// The notification that used `notification`'s idempotency key within
+    /// the window, in its app. A key stored before keys were scoped (the
+    /// bare key) still answers for 24 hours, when its notification is of
+    /// the same app.
+    static func firstNotification(_ txn: ReadTransaction, _ d: DeliverySchema, _ notification: NotificationRecord,
+                                  now: Timestamp) throws -> NotificationRecord? {
+        for key in [notification.scopedIdempotencyKey, notification.idempotencyKey].compactMap({ $0 }) {
+            guard let entry = try txn.get(Array(key.utf8), in: d.idempotency), entry.count == 24,
+                  DeliveryKey.time(of: Array(entry.suffix(8))) > now.subtracting(idempotencyWindow),
+                  let first = try Self.notification(txn, d, Array(entry.prefix(16))), first.appId == notification.appId else { continue }
+            return first
+        }
+        return nil
     }
 
     static func notification(_ txn: ReadTransaction, _ d: DeliverySchema, _ id: [UInt8]) throws -> NotificationRecord? {

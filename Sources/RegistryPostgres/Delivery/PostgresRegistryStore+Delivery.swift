@@ -25,21 +25,24 @@ extension PostgresRegistryStore: DeliveryStore {
         guard let id = PostgresDeliveryRows.uuid(notification.id) else { throw DeliveryError.notFound }
         return try await deliveryWriting(retryingUniqueViolations: true) { w in
             let writes = PostgresDeliveryWrites(connection: w.connection)
-            if let key = notification.idempotencyKey {
+            if let key = notification.scopedIdempotencyKey, let bare = notification.idempotencyKey {
+                // The scoped key first; a bare key (stored before keys were
+                // scoped) answers for its own app until its 24 hours pass.
                 let r = try w.connection.query("""
-                    SELECT k.notification_id::text, k.created_at, \(PostgresDeliveryRows.notificationColumns(of: "n"))
+                    SELECT k.key, k.notification_id::text, k.created_at, \(PostgresDeliveryRows.notificationColumns(of: "n"))
                     FROM registry_idempotency_keys k LEFT JOIN registry_notifications n ON n.id = k.notification_id
-                    WHERE k.key = $1
-                    """, [.text(key)])
-                if r.rowCount == 1 {
-                    let createdAt = Timestamp(milliseconds: try r.int64(0, 1) ?? 0)
-                    if createdAt > w.now.subtracting(Self.idempotencyWindow), !r.isNull(0, 2) {
-                        let first = try PostgresDeliveryRows.notification(r, 0, from: 2)
+                    WHERE k.key = $1 OR (k.key = $2 AND n.app_id = $3)
+                    ORDER BY k.key = $1 DESC
+                    """, [.text(key), .text(bare), .text(notification.appId)])
+                if r.rowCount > 0 {
+                    let createdAt = Timestamp(milliseconds: try r.int64(0, 2) ?? 0)
+                    if createdAt > w.now.subtracting(Self.idempotencyWindow), !r.isNull(0, 3) {
+                        let first = try PostgresDeliveryRows.notification(r, 0, from: 3)
                         guard first.digest == notification.digest else { throw DeliveryError.idempotencyKeyReused }
                         return .existing(first)
                     }
                     try w.connection.query("DELETE FROM registry_idempotency_keys WHERE key = $1 AND notification_id = $2::uuid",
-                                           [.text(key), .text(try r.string(0, 0) ?? "")])
+                                           [.text(try r.string(0, 0) ?? ""), .text(try r.string(0, 1) ?? "")])
                 }
                 try w.connection.query("INSERT INTO registry_idempotency_keys (key, notification_id, created_at) VALUES ($1, $2, $3)",
                                        [.text(key), .text(id), .int64(notification.createdAt.milliseconds)])
@@ -220,12 +223,13 @@ extension PostgresRegistryStore: DeliveryStore {
                         SELECT id FROM registry_notifications
                         WHERE created_at < $1 AND count_queued = 0 AND count_sending = 0
                         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-                    RETURNING id, idempotency_key
+                    RETURNING id, app_id, idempotency_key
                 ), items AS (
                     DELETE FROM registry_deliveries WHERE notification_id IN (SELECT id FROM gone)
                 ), keys AS (
                     DELETE FROM registry_idempotency_keys k USING gone
-                    WHERE k.key = gone.idempotency_key AND k.notification_id = gone.id
+                    WHERE k.key IN (gone.app_id || chr(31) || gone.idempotency_key, gone.idempotency_key)
+                        AND k.notification_id = gone.id
                 )
                 SELECT count(*) FROM gone
                 """, [.int64(cutoff.milliseconds), .int64(Int64(Self.notificationSweepBatch))])
