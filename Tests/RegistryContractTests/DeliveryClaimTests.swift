@@ -66,6 +66,22 @@ struct DeliveryClaimTests {
         #expect(notification.counts[.failed] == 1 && notification.counts[.sending] == 1 && notification.counts[.queued] == 0)
     }
 
+    /// A delivery accepted for an APNs token is never handed to FCM: the
+    /// device that re-registered with an FCM token since gets nothing.
+    @Test func aTokenThatChangedPlatformFailsWithTokenChanged() async throws {
+        let f = try makeStore(); defer { f.close() }
+        try await f.store.register("alice", "d1", token: 1)
+        let id = try await f.notify(.user("alice")).record.id
+        _ = try await f.store.registerDevice(DeviceRegistration(userId: "alice", deviceId: "d1", pushToken: .set("fcm-alice-1"),
+                                                                platform: .fcm))
+        #expect(try await f.deliveries.claim(limit: 10).isEmpty)
+        let delivery = try #require(try await f.allDeliveries(id).first)
+        #expect(delivery.state == .failed && delivery.reason == DeliveryReason.tokenChanged)
+        #expect(delivery.platform == .apns)
+        let notification = try #require(try await f.deliveries.notification(id: id))
+        #expect(notification.counts[.failed] == 1 && notification.counts[.queued] == 0)
+    }
+
     @Test func aDeliveryPastItsExpirationExpiresInsteadOfBeingClaimed() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)

@@ -11,6 +11,10 @@ public enum DeliveryReason {
     public static let noPayloadForPlatform = "no_payload_for_platform"
     /// The notification's app has no APNs topic any more (the sender was restarted without it).
     public static let topicNotConfigured = "topic_not_configured"
+    /// The holder's token is now of another platform than the delivery was
+    /// accepted for (the device re-registered with an FCM token, or back):
+    /// it is never sent through the other provider.
+    public static let tokenChanged = "token_changed"
     /// Claimed by a sender that stopped (or died) before it knew the outcome.
     public static let senderStopped = "sender_stopped"
 }
@@ -20,8 +24,9 @@ extension DeliveryRecord {
     /// transaction `txn`, every engine the same way: past `expiration` it is
     /// `expired`; with its holder's token as it is now it is `sending` (the
     /// token's environment and fingerprint may have changed since it was
-    /// accepted); without one, `failed` (`token_removed`). Returns the token
-    /// to send to, `nil` when it is not sent.
+    /// accepted); without one, `failed` (`token_removed`); with one of
+    /// another platform, `failed` (`token_changed`). Returns the token to
+    /// send to, `nil` when it is not sent.
     package mutating func takeFromQueue(expiration: Timestamp, in txn: some RecordTransaction,
                                         now: Timestamp) throws -> TokenValue? {
         updatedAt = now
@@ -29,9 +34,14 @@ extension DeliveryRecord {
             state = .expired
             return nil
         }
-        guard let token = try target.currentToken(in: txn) else {
+        guard let (token, platform) = try target.currentToken(in: txn) else {
             state = .failed
             reason = DeliveryReason.tokenRemoved
+            return nil
+        }
+        guard platform == self.platform else {
+            state = .failed
+            reason = DeliveryReason.tokenChanged
             return nil
         }
         state = .sending
