@@ -20,18 +20,13 @@ repeats. An answer is an object:
 The file is read at start (an invalid one stops the fake) and again whenever
 its mtime, size or inode changes (checked on every request); a re-read
 starts every list from its first answer again. A re-read that fails (a
-half-written file) keeps the previous script and says so on stderr.
+half-written file) keeps the previous script and says so on stderr. That
+reading and re-reading is scriptfile.py's, shared with tools/fake-fcm.
 """
-import json
-import os
-import sys
+from .scriptfile import ScriptError, ScriptFile, check_list, load_json
 
 ACTIONS = ("reset", "goaway", "stall")
 ENVIRONMENTS = ("production", "sandbox")
-
-
-class ScriptError(ValueError):
-    pass
 
 
 def _check_answer(answer, where):
@@ -59,20 +54,9 @@ def _check_answer(answer, where):
         raise ScriptError("%s: delayMs must be a number >= 0" % where)
 
 
-def _check_list(answers, where):
-    if not isinstance(answers, list) or not answers:
-        raise ScriptError("%s: a non-empty list of answers" % where)
-    for i, answer in enumerate(answers):
-        _check_answer(answer, "%s[%d]" % (where, i))
-    return answers
-
-
 def parse(text, name="script"):
     """{(environment, token): [answers]} from the script's JSON text."""
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise ScriptError("%s: not JSON: %s" % (name, e))
+    doc = load_json(text, name)
     if not isinstance(doc, dict) or not isinstance(doc.get("tokens", {}), dict):
         raise ScriptError('%s: must be {"tokens": {TOKEN: ANSWERS}}' % name)
     table = {}
@@ -80,7 +64,7 @@ def parse(text, name="script"):
         token = token.lower()
         where = "%s: tokens.%s" % (name, token)
         if isinstance(answers, list):
-            _check_list(answers, where)
+            check_list(answers, where, _check_answer)
             for env in ENVIRONMENTS:
                 table[(env, token)] = answers
         elif isinstance(answers, dict):
@@ -88,56 +72,18 @@ def parse(text, name="script"):
             if unknown:
                 raise ScriptError("%s: unknown environment %s" % (where, ", ".join(sorted(unknown))))
             for env, lst in answers.items():
-                table[(env, token)] = _check_list(lst, "%s.%s" % (where, env))
+                table[(env, token)] = check_list(lst, "%s.%s" % (where, env), _check_answer)
         else:
             raise ScriptError("%s: a list of answers or {production: [...], sandbox: [...]}" % where)
     return table
 
 
-class Script:
+class Script(ScriptFile):
+    """The script file (--script), or none (path None: every request answers 200)."""
+
     def __init__(self, path):
-        self.path = path
-        self.table = {}
-        self.cursor = {}
-        self.signature = None
-        if path is not None:
-            self.signature = self._stat()
-            with open(path, "rb") as f:
-                self.table = parse(f.read(), path)
-
-    def _stat(self):
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-    def _refresh(self):
-        signature = self._stat()
-        if signature == self.signature:
-            return
-        self.signature = signature
-        if signature is None:
-            print("fake-apns: script %s is gone; keeping the last one" % self.path, file=sys.stderr)
-            return
-        try:
-            with open(self.path, "rb") as f:
-                table = parse(f.read(), self.path)
-        except (OSError, ScriptError) as e:
-            print("fake-apns: %s; keeping the last script" % e, file=sys.stderr)
-            return
-        self.table = table
-        self.cursor = {}
+        super().__init__(path, parse, "fake-apns")
 
     def next_answer(self, environment, token):
         """The next scripted answer for (environment, lowercase token), or None (answer 200)."""
-        if self.path is None:
-            return None
-        self._refresh()
-        key = (environment, token)
-        answers = self.table.get(key)
-        if answers is None:
-            return None
-        i = self.cursor.get(key, 0)
-        self.cursor[key] = i + 1
-        return answers[i] if i < len(answers) else answers[-1]
+        return self.next((environment, token))

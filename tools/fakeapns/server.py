@@ -31,8 +31,11 @@ with an empty body. Every answer has apns-id (the request's, or a new UUID);
 an error has the body {"reason": "..."} (plus "timestamp" when scripted)
 and content-type application/json.
 
-A stalled stream is reset (CANCEL) after --stall-seconds. An HTTP/2 protocol
-error from the client ends its connection with GOAWAY PROTOCOL_ERROR.
+The actions reset (RST_STREAM INTERNAL_ERROR), goaway (GOAWAY NO_ERROR with
+{"reason":"Shutdown"}) and stall (RST_STREAM CANCEL after --stall-seconds),
+flow control, and an HTTP/2 protocol error from the client ending its
+connection with GOAWAY PROTOCOL_ERROR are h2connection.py's (shared with
+tools/fake-fcm); the listener is tlslistener.py's.
 """
 import asyncio
 import json
@@ -41,18 +44,12 @@ import sys
 import time
 import uuid
 
-import h2.config
-import h2.connection
-import h2.errors
-import h2.events
-import h2.exceptions
-import h2.settings
 import hpack
 
-from . import h2tuning
+from . import h2connection, tlslistener
 
+ALPN = ("h2",)
 MAX_CONCURRENT_STREAMS = 1000
-CONNECTION_WINDOW = 16 * 1024 * 1024
 MAX_PAYLOAD = 4096
 PATH_PREFIX = b"/3/device/"
 PUSH_TYPES = frozenset(b"alert background liveactivity voip complication fileprovider mdm location "
@@ -62,21 +59,6 @@ PRIORITIES = {b"1": 1, b"5": 5, b"10": 10}
 HEX = re.compile(rb"[0-9a-fA-F]{64,200}\Z")
 UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 INTEGER = re.compile(rb"-?[0-9]{1,19}\Z")
-
-# h2's own header validation is off both ways (it cost a sixth of each request): the
-# checks above are what APNs answers, and a request missing a pseudo-header gets
-# 405 or 404 from them rather than a connection error.
-H2_CONFIG = h2.config.H2Configuration(client_side=False, header_encoding=None,
-                                      validate_inbound_headers=False,
-                                      validate_outbound_headers=False,
-                                      normalize_outbound_headers=False)
-EV_REQUEST = h2.events.RequestReceived
-EV_DATA = h2.events.DataReceived
-EV_ENDED = h2.events.StreamEnded
-EV_RESET = h2.events.StreamReset
-EV_WINDOW = h2.events.WindowUpdated
-EV_SETTINGS = h2.events.RemoteSettingsChanged
-EV_TERMINATED = h2.events.ConnectionTerminated
 
 
 def _text(value):
@@ -179,29 +161,16 @@ class Service:
         return None, None, None
 
 
-class Stream:
-    __slots__ = ("headers", "chunks", "length")
+class APNsProtocol(h2connection.H2Connection, asyncio.Protocol):
+    """One HTTP/2 connection of one listener: a request in, service.decide, its answer out."""
 
-    def __init__(self, headers):
-        self.headers = headers
-        self.chunks = []
-        self.length = 0
-
-
-class APNsProtocol(asyncio.Protocol):
-    """One HTTP/2 connection of one listener."""
+    program = "fake-apns"
+    max_body = MAX_PAYLOAD
+    goaway_data = b'{"reason":"Shutdown"}'
 
     def __init__(self, listener):
+        super().__init__(listener.service)
         self.listener = listener
-        self.service = listener.service
-        self.loop = asyncio.get_running_loop()
-        self.transport = None
-        self.conn = None
-        self.number = 0
-        self.streams = {}
-        self.timers = {}
-        self.pending = {}   # stream id -> body waiting for the client's flow-control window
-        self.closed = False
 
     # -- asyncio ------------------------------------------------------------
     def connection_made(self, transport):
@@ -211,27 +180,12 @@ class APNsProtocol(asyncio.Protocol):
             self.closed = True
             transport.close()
             return
-        self.listener.connections += 1
-        self.number = self.listener.connections
-        self.listener.protocols.add(self)
-        conn = h2tuning.Connection(H2_CONFIG)
-        conn.local_settings = h2.settings.Settings(client=False, initial_values={
-            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
-            h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: 65536,
-        })
-        conn.initiate_connection()
-        conn.increment_flow_control_window(CONNECTION_WINDOW - 65535)
-        self.conn = conn
-        self._flush()
+        self.number = self.listener.accept(self)
+        self._open(MAX_CONCURRENT_STREAMS)
 
     def connection_lost(self, exc):
-        self.listener.protocols.discard(self)
-        self.closed = True
-        for timer in self.timers.values():
-            timer.cancel()
-        self.timers.clear()
-        self.streams.clear()
-        self.pending.clear()
+        self.listener.forget(self)
+        self._drop()
 
     def pause_writing(self):
         self.transport.pause_reading()
@@ -241,129 +195,23 @@ class APNsProtocol(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data):
-        if self.closed:
-            return
-        conn = self.conn
-        try:
-            events = conn.receive_data(data)
-        except h2.exceptions.ProtocolError:
-            self._abort(h2.errors.ErrorCodes.PROTOCOL_ERROR)
-            return
-        try:
-            self._events(conn, events)
-        except Exception as e:  # a bug here ends this connection, never the fake
-            print("fake-apns: internal error on connection %d: %r" % (self.number, e), file=sys.stderr, flush=True)
-            self._abort(h2.errors.ErrorCodes.INTERNAL_ERROR)
+        self.receive(data)
 
-    def _events(self, conn, events):
-        for event in events:
-            if self.closed:
-                return
-            kind = event.__class__
-            if kind is EV_REQUEST:
-                self.streams[event.stream_id] = Stream(dict(event.headers))
-            elif kind is EV_DATA:
-                sid = event.stream_id
-                if event.flow_controlled_length:
-                    conn.acknowledge_received_data(event.flow_controlled_length, sid)
-                stream = self.streams.get(sid)
-                if stream is not None:
-                    if stream.length <= MAX_PAYLOAD:
-                        stream.chunks.append(event.data)
-                    stream.length += len(event.data)
-            elif kind is EV_ENDED:
-                stream = self.streams.pop(event.stream_id, None)
-                if stream is not None:
-                    self._request(event.stream_id, stream)
-            elif kind is EV_RESET:
-                self._forget(event.stream_id)
-            elif kind is EV_WINDOW or kind is EV_SETTINGS:
-                if self.pending:
-                    self._send_pending()
-            elif kind is EV_TERMINATED:
-                self.closed = True
-                self._flush()
-                self.transport.close()
-                return
-        self._flush()
-
-    # -- HTTP/2 -------------------------------------------------------------
-    def _flush(self):
-        data = self.conn.data_to_send()
-        if data and not self.transport.is_closing():
-            self.transport.write(data)
-
-    def _abort(self, code):
-        self.closed = True
-        try:
-            self.conn.close_connection(error_code=code)
-            self._flush()
-        except h2.exceptions.ProtocolError:
-            pass
-        self.transport.close()
-
-    def shut_down(self):
-        """The fake is stopping: GOAWAY NO_ERROR, then the connection is dropped."""
-        if not self.closed:
-            self._abort(h2.errors.ErrorCodes.NO_ERROR)
-        self.transport.abort()
-
-    def _forget(self, sid):
-        self.streams.pop(sid, None)
-        self.pending.pop(sid, None)
-        timer = self.timers.pop(sid, None)
-        if timer is not None:
-            timer.cancel()
-
+    # -- one request --------------------------------------------------------
     def _request(self, sid, stream):
         body = b"".join(stream.chunks) if stream.length <= MAX_PAYLOAD else b""
+        headers = dict(stream.headers)
         try:
             status, reason, answer, apns_id = self.service.decide(
-                self.listener.environment, self.number, stream.headers, body, stream.length)
+                self.listener.environment, self.number, headers, body, stream.length)
         except Exception as e:  # never let one request take the connection down
             print("fake-apns: internal error: %r" % e, file=sys.stderr, flush=True)
             status, reason, answer, apns_id = 500, "InternalServerError", None, str(uuid.uuid4()).encode()
         if answer is None:
             self._answer(sid, status, reason, None, apns_id)
             return
-        action = answer.get("action")
-        if action == "reset":
-            self._reset(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
-        elif action == "goaway":
-            self.closed = True
-            self.conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR,
-                                       additional_data=b'{"reason":"Shutdown"}',
-                                       last_stream_id=max(0, sid - 2))
-            self._flush()
-            self.transport.close()
-        elif action == "stall":
-            self.timers[sid] = self.loop.call_later(self.service.stall_seconds, self._stall_over, sid)
-        else:
-            delay = answer.get("delayMs")
-            if delay:
-                self.timers[sid] = self.loop.call_later(delay / 1000.0, self._delayed, sid, status, reason,
-                                                        answer, apns_id)
-            else:
-                self._answer(sid, status, reason, answer, apns_id)
-
-    def _delayed(self, sid, status, reason, answer, apns_id):
-        self.timers.pop(sid, None)
-        if not self.closed:
-            self._answer(sid, status, reason, answer, apns_id)
-            self._flush()
-
-    def _stall_over(self, sid):
-        self.timers.pop(sid, None)
-        if not self.closed:
-            self._reset(sid, h2.errors.ErrorCodes.CANCEL)
-            self._flush()
-
-    def _reset(self, sid, code):
-        try:
-            self.conn.reset_stream(sid, error_code=code)
-            self.conn.ended += 1
-        except h2.exceptions.StreamClosedError:
-            pass
+        self._carry(sid, answer.get("action"), (answer.get("delayMs") or 0) / 1000.0,
+                    status, reason, answer, apns_id)
 
     def _answer(self, sid, status, reason, answer, apns_id):
         # apns-id differs on every answer: never indexed, so it does not churn the HPACK table.
@@ -382,47 +230,16 @@ class APNsProtocol(asyncio.Protocol):
             headers.append((b"content-length", str(len(body)).encode()))
         if answer is not None and answer.get("retryAfter") is not None:
             headers.append((b"retry-after", str(answer["retryAfter"]).encode()))
-        conn = self.conn
-        try:
-            if body is None:
-                conn.send_headers(sid, headers, end_stream=True)
-                conn.ended += 1
-                return
-            conn.send_headers(sid, headers)
-            if conn.local_flow_control_window(sid) >= len(body):
-                conn.send_data(sid, body, end_stream=True)
-                conn.ended += 1
-            else:
-                self.pending[sid] = body
-        except h2.exceptions.StreamClosedError:
-            self.pending.pop(sid, None)
-
-    def _send_pending(self):
-        for sid, body in list(self.pending.items()):
-            try:
-                if self.conn.local_flow_control_window(sid) >= len(body):
-                    del self.pending[sid]
-                    self.conn.send_data(sid, body, end_stream=True)
-                    self.conn.ended += 1
-            except h2.exceptions.StreamClosedError:
-                self.pending.pop(sid, None)
+        self._send(sid, headers, body)
 
 
-class Listener:
+class Listener(tlslistener.Listener):
+    """The "production" or the "sandbox" listener (ALPN h2 only)."""
+
     def __init__(self, environment, service):
+        super().__init__(service)
         self.environment = environment
-        self.service = service
-        self.connections = 0
-        self.protocols = set()
-        self.server = None
 
-    async def start(self, ssl_context, port):
-        loop = asyncio.get_running_loop()
-        self.server = await loop.create_server(lambda: APNsProtocol(self), "127.0.0.1", port,
-                                               ssl=ssl_context, backlog=1024)
-        return self.server.sockets[0].getsockname()[1]
-
-    def close(self):
-        self.server.close()
-        for protocol in list(self.protocols):
-            protocol.shut_down()
+    def _serve(self, context, port):
+        return asyncio.get_running_loop().create_server(lambda: APNsProtocol(self), tlslistener.HOST, port,
+                                                        ssl=context, backlog=tlslistener.BACKLOG)

@@ -15,7 +15,9 @@ Google's OAuth 2.0 token endpoint, for tests.
 - listener.py: the TLS listener on 127.0.0.1, ALPN h2 and http/1.1
 
 It reuses tools/fakeapns/certs.py (the private CA and server certificate, so
-one ca.pem can serve both fakes), requestlog.py (the JSON-lines log) and
-h2tuning.py (hyper-h2 speed-ups). Needs Debian's python3-h2 and
-python3-cryptography (tools/install-deps --tools).
+one ca.pem can serve both fakes), requestlog.py (the JSON-lines log),
+h2tuning.py (hyper-h2 speed-ups), h2connection.py (the HTTP/2 connection
+http2.py builds on), tlslistener.py (the TLS listener listener.py builds on)
+and scriptfile.py (the script file's reading and re-reading). Needs Debian's
+python3-h2 and python3-cryptography (tools/install-deps --tools).
 """

@@ -36,11 +36,11 @@ def _reason(status):
 
 
 class Connection:
-    def __init__(self, listener, reader, writer, number):
+    def __init__(self, listener, reader, writer):
         self.service = listener.service
         self.reader = reader
         self.writer = writer
-        self.number = number
+        self.number = 0  # the listener's count, from 1 (the log's "connection"), set once accepted
 
     async def run(self):
         try:

@@ -4,50 +4,35 @@ The server certificate is tools/fakeapns/certs.py's (localhost and
 127.0.0.1, signed by the private CA of --cert-dir). A connection that
 negotiated h2 is served by http2.py; one that negotiated http/1.1, or no
 ALPN at all, by http1.py. Connections are numbered from 1 in the order they
-were accepted (the log's "connection").
+were accepted (the log's "connection"); that numbering, the TLS context and
+the shutdown of every open connection are tools/fakeapns/tlslistener.py's,
+shared with fake-apns.
 """
 import asyncio
-import ssl
+
+from fakeapns import tlslistener
 
 from . import http1, http2
 
-
-def tls_context(server_pem, server_key):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(server_pem, server_key)
-    context.set_alpn_protocols(["h2", "http/1.1"])
-    return context
+ALPN = ("h2", "http/1.1")
 
 
-class Listener:
+class Listener(tlslistener.Listener):
     def __init__(self, service, max_streams):
-        self.service = service
+        super().__init__(service)
         self.max_streams = max_streams
-        self.connections = 0
-        self.handlers = set()
-        self.server = None
 
-    async def start(self, context, port):
-        """Listens; returns the port (a free one when port is 0)."""
-        self.server = await asyncio.start_server(self._connected, "127.0.0.1", port, ssl=context,
-                                                 backlog=1024, limit=http1.HEAD_LIMIT)
-        return self.server.sockets[0].getsockname()[1]
+    def _serve(self, context, port):
+        return asyncio.start_server(self._connected, tlslistener.HOST, port, ssl=context,
+                                    backlog=tlslistener.BACKLOG, limit=http1.HEAD_LIMIT)
 
     async def _connected(self, reader, writer):
         ssl_object = writer.get_extra_info("ssl_object")
         alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
-        self.connections += 1
         kind = http2.Connection if alpn == "h2" else http1.Connection
-        handler = kind(self, reader, writer, self.connections)
-        self.handlers.add(handler)
+        handler = kind(self, reader, writer)
+        handler.number = self.accept(handler)
         try:
             await handler.run()
         finally:
-            self.handlers.discard(handler)
-
-    def close(self):
-        """Stops accepting; every open connection is shut down (h2: GOAWAY NO_ERROR first)."""
-        self.server.close()
-        for handler in list(self.handlers):
-            handler.shut_down()
+            self.forget(handler)

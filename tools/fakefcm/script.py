@@ -41,21 +41,16 @@ TOKEN_ANSWER (POST /token, before the assertion is checked):
 The file is read at start (an invalid one stops the fake, exit 2) and again
 whenever its mtime, size or inode changes (checked on every request); a
 re-read starts every list from its first answer again. A re-read that fails
-(a half-written file) keeps the previous script and says so on stderr.
+(a half-written file) keeps the previous script and says so on stderr. That
+reading and re-reading is tools/fakeapns/scriptfile.py's, shared with fake-apns.
 """
-import json
-import os
-import sys
+from fakeapns.scriptfile import ScriptError, ScriptFile, check_list, load_json
 
 from . import errors
 
 SEND_ACTIONS = ("reset", "goaway", "stall", "refuse", "revoke_bearer")
 TOKEN_ACTIONS = ("reset", "goaway", "stall", "refuse")
 TOKEN_ENDPOINT = ("token_endpoint",)  # the table key of the token endpoint's list
-
-
-class ScriptError(ValueError):
-    pass
 
 
 def _check_common(answer, where, actions):
@@ -104,20 +99,9 @@ def _check_token(answer, where):
         raise ScriptError("%s: expiresIn must be an integer >= 0 (seconds)" % where)
 
 
-def _check_list(answers, where, check):
-    if not isinstance(answers, list) or not answers:
-        raise ScriptError("%s: a non-empty list of answers" % where)
-    for i, answer in enumerate(answers):
-        check(answer, "%s[%d]" % (where, i))
-    return answers
-
-
 def parse(text, name="script"):
     """{token: [answers], TOKEN_ENDPOINT: [answers]} from the script's JSON text."""
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise ScriptError("%s: not JSON: %s" % (name, e))
+    doc = load_json(text, name)
     if not isinstance(doc, dict) or not isinstance(doc.get("tokens", {}), dict):
         raise ScriptError('%s: must be {"tokens": {TOKEN: [ANSWER, ...]}, "token_endpoint": [ANSWER, ...]}' % name)
     unknown = set(doc) - {"tokens", "token_endpoint"}
@@ -125,62 +109,22 @@ def parse(text, name="script"):
         raise ScriptError("%s: unknown member %s" % (name, ", ".join(sorted(unknown))))
     table = {}
     for token, answers in doc.get("tokens", {}).items():
-        table[token] = _check_list(answers, "%s: tokens.%s" % (name, token), _check_send)
+        table[token] = check_list(answers, "%s: tokens.%s" % (name, token), _check_send)
     if "token_endpoint" in doc:
-        table[TOKEN_ENDPOINT] = _check_list(doc["token_endpoint"], "%s: token_endpoint" % name, _check_token)
+        table[TOKEN_ENDPOINT] = check_list(doc["token_endpoint"], "%s: token_endpoint" % name, _check_token)
     return table
 
 
-class Script:
+class Script(ScriptFile):
+    """The script file (--script), or none (path None: every token answers 200, tokens are issued)."""
+
     def __init__(self, path):
-        self.path = path
-        self.table = {}
-        self.cursor = {}
-        self.signature = None
-        if path is not None:
-            self.signature = self._stat()
-            with open(path, "rb") as f:
-                self.table = parse(f.read(), path)
-
-    def _stat(self):
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-    def _refresh(self):
-        signature = self._stat()
-        if signature == self.signature:
-            return
-        self.signature = signature
-        if signature is None:
-            print("fake-fcm: script %s is gone; keeping the last one" % self.path, file=sys.stderr, flush=True)
-            return
-        try:
-            with open(self.path, "rb") as f:
-                table = parse(f.read(), self.path)
-        except (OSError, ScriptError) as e:
-            print("fake-fcm: %s; keeping the last script" % e, file=sys.stderr, flush=True)
-            return
-        self.table = table
-        self.cursor = {}
-
-    def _next(self, key):
-        if self.path is None:
-            return None
-        self._refresh()
-        answers = self.table.get(key)
-        if answers is None:
-            return None
-        i = self.cursor.get(key, 0)
-        self.cursor[key] = i + 1
-        return answers[i] if i < len(answers) else answers[-1]
+        super().__init__(path, parse, "fake-fcm")
 
     def next_send(self, token):
         """The next scripted answer for a registration token, or None (answer 200)."""
-        return self._next(token)
+        return self.next(token)
 
     def next_token_endpoint(self):
         """The token endpoint's next scripted answer, or None (check and issue)."""
-        return self._next(TOKEN_ENDPOINT)
+        return self.next(TOKEN_ENDPOINT)
