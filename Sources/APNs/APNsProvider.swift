@@ -25,7 +25,8 @@ public final class APNsProvider: DeliveryProvider {
 
     public func stop(grace: Duration) { client.stop(grace: grace) }
 
-    public func send(_ claimed: ClaimedDelivery, observer: any DeliveryObserver) async -> ProviderOutcome {
+    public func send(_ claimed: ClaimedDelivery, observer: any DeliveryObserver,
+                     stillWanted: @escaping StillWanted) async -> ProviderOutcome {
         let notification = claimed.notification
         guard let bundle = topics[notification.appId] else {
             // The app lost its topic between accept and send (a restart with other flags).
@@ -44,14 +45,22 @@ public final class APNsProvider: DeliveryProvider {
                                       apnsId: claimed.delivery.apnsId, payload: payload)
             let result = await client.send(request)
             report(result, to: observer)
-            switch attempt.next(after: result, apnsId: claimed.delivery.apnsId) {
+            let step = attempt.next(after: result, apnsId: claimed.delivery.apnsId)
+            if case .finish(let outcome) = step { return outcome }
+            guard await stillWanted() else {
+                // Cancelled while this request was in flight: its follow-up is not sent.
+                let answer: APNsAnswer? = if case .answered(let answer) = result { answer } else { nil }
+                return ProviderOutcome(.cancelled, status: answer?.status, reason: answer?.reason, requests: attempt.requests,
+                                       environment: environment)
+            }
+            switch step {
             case .send(let next):
                 environment = next
             case .renewProviderTokenAndSend(let next):
                 if case .answered(let answered) = result { tokens.expired(answered.providerToken) }
                 environment = next
-            case .finish(let outcome):
-                return outcome
+            case .finish:
+                break
             }
         }
     }

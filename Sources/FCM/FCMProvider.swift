@@ -54,7 +54,8 @@ public final class FCMProvider: DeliveryProvider {
 
     public func stop(grace: Duration) { http.stop(grace: grace) }
 
-    public func send(_ claimed: ClaimedDelivery, observer: any DeliveryObserver) async -> ProviderOutcome {
+    public func send(_ claimed: ClaimedDelivery, observer: any DeliveryObserver,
+                     stillWanted: @escaping StillWanted) async -> ProviderOutcome {
         let notification = claimed.notification
         guard let tokens = accounts[notification.appId] else {
             // The app lost its service account between accept and send (a restart with other flags).
@@ -98,6 +99,10 @@ public final class FCMProvider: DeliveryProvider {
                                          seconds: response.latency)
                 switch attempt.next(after: answer, sentAt: sentAt) {
                 case .renewAccessTokenAndSend:
+                    guard await stillWanted() else {
+                        // Cancelled while this request was in flight: its resend is not made.
+                        return ProviderOutcome(.cancelled, status: response.status, reason: answer.code, requests: attempt.requests)
+                    }
                     tokens.refused(accessToken)
                 case .finish(let outcome):
                     return outcome

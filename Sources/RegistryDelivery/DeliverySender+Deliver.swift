@@ -5,7 +5,11 @@ extension DeliverySender {
     func deliver(_ claimed: ClaimedDelivery) async {
         let outcome: ProviderOutcome
         if let provider = providers[claimed.delivery.platform] {
-            outcome = await provider.send(claimed, observer: observer)
+            let store = store, id = claimed.delivery.notificationId
+            outcome = await provider.send(claimed, observer: observer, stillWanted: {
+                // A store that cannot answer now does not stop the delivery.
+                (try? await store.notification(id: id))?.cancelled != true
+            })
         } else {
             // Accepted while a provider was configured, claimed after a restart without it.
             outcome = ProviderOutcome(.failed, reason: DeliveryReason.platformNotConfigured, requests: 0)

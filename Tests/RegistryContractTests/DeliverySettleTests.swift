@@ -32,6 +32,28 @@ struct DeliverySettleTests {
         #expect(try await f.deliveries.queueStats() == DeliveryQueueStats(queued: 0, sending: 0, oldestDue: nil))
     }
 
+    /// Cancel means stop: a delivery in flight when the notification is
+    /// cancelled keeps its answer if the answer decided it, and is
+    /// `cancelled` (never queued again) if it asked for a retry.
+    @Test func aRetrySettledAfterTheCancelIsCancelled() async throws {
+        let (f, id, claimed) = try await claimedTwo(); defer { f.close() }
+        let cancelled = try #require(try await f.deliveries.cancel(notificationId: id))
+        #expect(cancelled.cancelled && cancelled.counts[.cancelled] == 0, "nothing was queued, but the notification is cancelled")
+        let at = Timestamp(milliseconds: f.clock.now().milliseconds + 1_000)
+        try await f.deliveries.settle([settlement(claimed[0], .queued, status: 429, reason: "TooManyRequests", requests: 1,
+                                                  retried: true, notBefore: at),
+                                       settlement(claimed[1], .delivered, status: 200)])
+        let deliveries = try await f.allDeliveries(id)
+        #expect(deliveries[0].state == .cancelled && deliveries[0].status == 429 && deliveries[0].attempts == 1)
+        #expect(deliveries[1].state == .delivered, "an answer that decided the delivery stands")
+        f.clock.advance(seconds: 5)
+        #expect(try await f.deliveries.claim(limit: 10).isEmpty)
+        let notification = try #require(try await f.deliveries.notification(id: id))
+        #expect(notification.cancelled && notification.counts[.cancelled] == 1 && notification.counts[.delivered] == 1)
+        #expect(notification.counts.isFinished)
+        #expect(try await f.deliveries.queueStats() == DeliveryQueueStats(queued: 0, sending: 0, oldestDue: nil))
+    }
+
     @Test func aRetryIsQueuedAgainUntilItsNotBeforeAndAccumulatesAttempts() async throws {
         let (f, id, claimed) = try await claimedTwo(); defer { f.close() }
         let at = Timestamp(milliseconds: f.clock.now().milliseconds + 2_000)

@@ -6,14 +6,20 @@ import Testing
 /// Two `serve --store postgres` nodes on one database send one
 /// notification's deliveries together: node A accepts it, node B finds
 /// its share by polling the queue, and the claims keep every token to one
-/// request. Skipped without REGISTRY_TEST_POSTGRES_URL or the fake APNs.
+/// request. The fake holds every answer for a second and the fan-out is
+/// larger than a sender's in-flight limit (4,000), so A cannot claim it
+/// all before B's next poll (every 250 ms) however fast A is. Skipped
+/// without REGISTRY_TEST_POSTGRES_URL or the fake APNs.
 @Suite(.serialized, .enabled(if: TestPostgres.url != nil && FakeAPNs.available, "needs REGISTRY_TEST_POSTGRES_URL and tools/fake-apns"))
 struct PostgresDeliveryExecutableTests {
-    static let tokens = 2_000
+    static let tokens = 6_000
 
     @Test func twoNodesShareAFanOutAndSendEachTokenOnce() async throws {
         try await TestPostgres.withSchema { url in
-            try await DeliveryServing.withFake { fake in try await sendTogether(url, fake) }
+            let slow = (0..<Self.tokens).map { #""\#(DeliveryServing.token($0))": [{"status": 200, "delayMs": 1000}]"# }
+            try await stopping(try await FakeAPNs.start(script: #"{"tokens": {\#(slow.joined(separator: ", "))}}"#)) { fake in
+                try await sendTogether(url, fake)
+            }
         }
     }
 

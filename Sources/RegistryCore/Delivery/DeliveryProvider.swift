@@ -17,8 +17,12 @@ public protocol DeliveryProvider: Sendable {
     /// more than one request (APNs: the other environment after
     /// `BadDeviceToken`, a renewed provider token; FCM: a renewed access
     /// token), reporting each to `observer`; the outcome says how many
-    /// were written. Never throws: whatever went wrong is an outcome.
-    func send(_ claimed: ClaimedDelivery, observer: any DeliveryObserver) async -> ProviderOutcome
+    /// were written. Before each request after the first it asks
+    /// `stillWanted`, and once that says no (the notification was
+    /// cancelled) sends nothing more: the outcome is `.cancelled`. Never
+    /// throws: whatever went wrong is an outcome.
+    func send(_ claimed: ClaimedDelivery, observer: any DeliveryObserver,
+              stillWanted: @escaping StillWanted) async -> ProviderOutcome
 
     /// How many times its credential (a provider token, an access token)
     /// was renewed since start, for metrics.
@@ -30,6 +34,18 @@ public protocol DeliveryProvider: Sendable {
     /// Stops in order: requests in flight get `grace` to be answered, then
     /// end `unknown` (or as never sent, when they were not written).
     func stop(grace: Duration)
+}
+
+/// Whether a claimed delivery is still to be sent: asked before a
+/// follow-up request within one claim, `false` once its notification was
+/// cancelled.
+public typealias StillWanted = @Sendable () async -> Bool
+
+public extension DeliveryProvider {
+    /// Sends with nothing to stop it (a provider's own tests).
+    func send(_ claimed: ClaimedDelivery, observer: any DeliveryObserver) async -> ProviderOutcome {
+        await send(claimed, observer: observer, stillWanted: { true })
+    }
 }
 
 /// What one claim of one delivery came to, in the terms the delivery rules
@@ -56,6 +72,10 @@ public struct ProviderOutcome: Sendable, Hashable {
         /// The provider may have it (a timeout, a connection lost after the
         /// request was written): never sent again.
         case unknown
+        /// The notification was cancelled before a follow-up request this
+        /// claim needed (a retry, the other environment, a renewed
+        /// credential): that request was not sent; the token is kept.
+        case cancelled
     }
 
     public var verdict: Verdict

@@ -21,16 +21,22 @@ public enum DeliveryReason {
 
 extension DeliveryRecord {
     /// A due `queued` delivery taken off the queue inside the claiming write
-    /// transaction `txn`, every engine the same way: past `expiration` it is
+    /// transaction `txn`, every engine the same way: of a cancelled
+    /// notification it is `cancelled`; past the expiration it is
     /// `expired`; with its holder's token as it is now it is `sending` (the
     /// token's environment and fingerprint may have changed since it was
     /// accepted); without one, `failed` (`token_removed`); with one of
     /// another platform, `failed` (`token_changed`). Returns the token to
     /// send to, `nil` when it is not sent.
-    package mutating func takeFromQueue(expiration: Timestamp, in txn: some RecordTransaction,
+    package mutating func takeFromQueue(_ notification: NotificationRecord, in txn: some RecordTransaction,
                                         now: Timestamp) throws -> TokenValue? {
         updatedAt = now
-        if now > expiration {
+        if notification.cancelled {
+            // Re-queued by a settlement that raced the cancel (PostgreSQL: another node's).
+            state = .cancelled
+            return nil
+        }
+        if now > notification.expiration {
             state = .expired
             return nil
         }
@@ -51,9 +57,11 @@ extension DeliveryRecord {
         return token
     }
 
-    /// Applies a sender's settlement to a `sending` delivery (every engine the same way).
-    package mutating func settle(_ settlement: DeliverySettlement, now: Timestamp) {
-        state = settlement.state
+    /// Applies a sender's settlement to a `sending` delivery (every engine
+    /// the same way). A retry of a cancelled notification is `cancelled`
+    /// instead: cancel means no request starts after it.
+    package mutating func settle(_ settlement: DeliverySettlement, cancelled: Bool, now: Timestamp) {
+        state = cancelled && settlement.state == .queued ? .cancelled : settlement.state
         status = settlement.status
         reason = settlement.reason
         environment = settlement.environment
@@ -63,7 +71,7 @@ extension DeliveryRecord {
         if let messageId = settlement.messageId { self.messageId = messageId }
         updatedAt = now
         claimedAt = nil
-        if settlement.state == .queued, let notBefore = settlement.notBefore { self.notBefore = notBefore }
+        if state == .queued, let notBefore = settlement.notBefore { self.notBefore = notBefore }
     }
 
     /// A claim nobody will settle: its outcome is unknown, and it is never sent again.

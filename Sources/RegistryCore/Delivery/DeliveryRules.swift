@@ -53,6 +53,8 @@ public enum DeliveryRules {
             break
         case .unknown:
             settlement.state = .unknown
+        case .cancelled:
+            settlement.state = .cancelled
         }
         return Decision(settlement: settlement, effect: effect, configurationProblem: problem)
     }

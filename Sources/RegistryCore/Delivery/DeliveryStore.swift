@@ -26,7 +26,9 @@ public protocol DeliveryStore: Sendable {
     /// What an operator scans for "did that notification go out?".
     func recentNotifications(after position: NotificationPosition?, limit: Int) async throws -> [NotificationRecord]
 
-    /// Cancels every `queued` delivery of the notification; `nil` when there is none.
+    /// Cancels the notification: every `queued` delivery becomes
+    /// `cancelled`, and so does any later retry of one in flight now
+    /// (`settle`, `claim`); `nil` when there is no such notification.
     func cancel(notificationId: String) async throws -> NotificationRecord?
 
     /// Claims up to `limit` due `queued` deliveries (oldest due first): each
@@ -37,7 +39,8 @@ public protocol DeliveryStore: Sendable {
 
     /// Applies the sender's decisions to claimed deliveries (one transaction).
     /// A settlement for a delivery that is no longer `sending` (a claim that
-    /// was abandoned meanwhile) is ignored.
+    /// was abandoned meanwhile) is ignored; a retry of a cancelled
+    /// notification's delivery is `cancelled`.
     func settle(_ settlements: [DeliverySettlement]) async throws
 
     /// `sending` deliveries claimed before `cutoff` become `unknown` (their

@@ -15,6 +15,9 @@ public struct NotificationRecord: Sendable, Hashable {
     public var idempotencyKey: String?
     public var digest: [UInt8]
     public var counts: DeliveryCounts
+    /// `DELETE` was called: no request for it starts any more (a retry
+    /// becomes `cancelled`, a follow-up request within a claim is not sent).
+    public var cancelled: Bool
 
     public init(id: String, createdAt: Timestamp, request: NotificationRequest, counts: DeliveryCounts) {
         self.init(id: id, createdAt: createdAt, appId: request.appId, pushType: request.pushType, payload: request.payload,
@@ -25,7 +28,8 @@ public struct NotificationRecord: Sendable, Hashable {
     }
 
     package init(id: String, createdAt: Timestamp, appId: String, pushType: PushType, payload: [UInt8]?, fcm: [UInt8]?, priority: Int,
-                 expiration: Timestamp, collapseId: String?, idempotencyKey: String?, digest: [UInt8], counts: DeliveryCounts) {
+                 expiration: Timestamp, collapseId: String?, idempotencyKey: String?, digest: [UInt8], counts: DeliveryCounts,
+                 cancelled: Bool = false) {
         self.id = id
         self.createdAt = createdAt
         self.appId = appId
@@ -38,6 +42,7 @@ public struct NotificationRecord: Sendable, Hashable {
         self.idempotencyKey = idempotencyKey
         self.digest = digest
         self.counts = counts
+        self.cancelled = cancelled
     }
 }
 

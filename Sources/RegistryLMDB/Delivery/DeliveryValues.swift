@@ -2,12 +2,13 @@ import RegistryCore
 
 /// Stored encodings of the delivery queue (`ByteWriter`/`ByteReader`).
 /// Version 2 added a notification's FCM body (and made its APNs payload
-/// optional) and a delivery's message id; version 1 values, written before,
-/// are read as they are (no payload flag, no FCM body, no message id), so
-/// an existing data directory needs no migration step.
+/// optional) and a delivery's message id; version 3 a notification's
+/// cancelled flag. Older values are read as they are (no payload flag, no
+/// FCM body, no message id, not cancelled), so an existing data directory
+/// needs no migration step.
 extension NotificationRecord {
     func encoded() -> [UInt8] {
-        var w = ByteWriter(version: 2)
+        var w = ByteWriter(version: 3)
         w.timestamp(createdAt)
         w.string(appId)
         w.byte(UInt8(PushType.allCases.firstIndex(of: pushType)!))
@@ -19,11 +20,12 @@ extension NotificationRecord {
         w.optional(idempotencyKey)
         w.blob(digest)
         for count in counts.values { w.varint(UInt64(count)) }
+        w.byte(cancelled ? 1 : 0)
         return w.bytes
     }
 
     init(id: String, decoding bytes: [UInt8]) throws(StoredValueError) {
-        var r = try ByteReader(bytes, what: "notification", versions: 1...2)
+        var r = try ByteReader(bytes, what: "notification", versions: 1...3)
         let createdAt = try r.timestamp()
         let appId = try r.string()
         let pushType = try r.enumValue(PushType.self, PushType.allCases)
@@ -42,9 +44,11 @@ extension NotificationRecord {
         let digest = Array(try r.blob())
         var counts = DeliveryCounts()
         for state in DeliveryState.allCases { counts[state] = Int(try r.varint()) }
+        let cancelled = r.version >= 3 ? try r.byte() == 1 : false
         try r.finish()
         self.init(id: id, createdAt: createdAt, appId: appId, pushType: pushType, payload: payload, fcm: fcm, priority: priority,
-                  expiration: expiration, collapseId: collapseId, idempotencyKey: idempotencyKey, digest: digest, counts: counts)
+                  expiration: expiration, collapseId: collapseId, idempotencyKey: idempotencyKey, digest: digest, counts: counts,
+                  cancelled: cancelled)
     }
 }
 

@@ -88,6 +88,7 @@ extension LMDBRegistryStore: DeliveryStore {
                 delivery.updatedAt = w.now
                 try w.txn.put(delivery.encoded(), for: key, in: d.items)
             }
+            notification.cancelled = true
             try w.txn.put(notification.encoded(), for: id, in: d.notifications)
             return notification
         }
@@ -113,7 +114,7 @@ extension LMDBRegistryStore: DeliveryStore {
                       var notification = try notifications.get(Array(item.prefix(16))) else { continue }
                 var delivery = try DeliveryRecord(notificationId: notification.id, index: DeliveryKey.index(ofItem: item), decoding: bytes)
                 guard delivery.state == .queued else { continue }
-                let token = try delivery.takeFromQueue(expiration: notification.expiration, in: w, now: now)
+                let token = try delivery.takeFromQueue(notification, in: w, now: now)
                 if token != nil { try w.txn.put([], for: DeliveryKey.timed(now, item), in: d.sending) }
                 notification.counts.move(from: .queued, to: delivery.state)
                 try w.txn.put(delivery.encoded(), for: item, in: d.items)
@@ -137,7 +138,7 @@ extension LMDBRegistryStore: DeliveryStore {
                 var delivery = try DeliveryRecord(notificationId: settlement.notificationId, index: settlement.index, decoding: bytes)
                 guard delivery.state == .sending else { continue }
                 if let claimedAt = delivery.claimedAt { _ = try w.txn.delete(DeliveryKey.timed(claimedAt, item), in: d.sending) }
-                delivery.settle(settlement, now: w.now)
+                delivery.settle(settlement, cancelled: notification.cancelled, now: w.now)
                 if delivery.state == .queued { try w.txn.put([], for: DeliveryKey.timed(delivery.notBefore, item), in: d.due) }
                 notification.counts.move(from: .sending, to: delivery.state)
                 try w.txn.put(delivery.encoded(), for: item, in: d.items)

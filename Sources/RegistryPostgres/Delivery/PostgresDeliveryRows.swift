@@ -2,7 +2,7 @@ import Foundation
 import RegistryCore
 import Postgres
 
-/// How the delivery queue's rows (migrations 3 and 4) become records and back:
+/// How the delivery queue's rows (migrations 3 to 5) become records and back:
 /// the column lists, their decoding, and the array parameters that carry
 /// many rows in one statement.
 enum PostgresDeliveryRows {
@@ -15,7 +15,7 @@ enum PostgresDeliveryRows {
 
     /// The notification columns, in the order `notification` reads them.
     static let notificationColumns = (["id::text", "created_at", "app_id", "push_type", "payload", "priority", "expiration",
-                                       "collapse_id", "idempotency_key", "digest"] + countColumnNames + ["fcm"])
+                                       "collapse_id", "idempotency_key", "digest"] + countColumnNames + ["fcm", "cancelled_at"])
         .joined(separator: ", ")
 
     /// `notificationColumns` of a table alias.
@@ -36,7 +36,8 @@ enum PostgresDeliveryRows {
             appId: try r.string(row, column + 2) ?? "", pushType: pushType, payload: try r.bytes(row, column + 4),
             fcm: try r.bytes(row, column + 10 + DeliveryState.allCases.count), priority: Int(try r.int64(row, column + 5) ?? 0), expiration: try timestamp(r, row, column + 6),
             collapseId: try r.string(row, column + 7), idempotencyKey: try r.string(row, column + 8),
-            digest: try r.bytes(row, column + 9) ?? [], counts: counts)
+            digest: try r.bytes(row, column + 9) ?? [], counts: counts,
+            cancelled: !r.isNull(row, column + 11 + DeliveryState.allCases.count))
     }
 
     /// The parameters of `INSERT INTO registry_notifications` in `notificationColumns` order.

@@ -104,7 +104,8 @@ extension PostgresRegistryStore: DeliveryStore {
                     WHERE notification_id = $1 AND state = 'queued' RETURNING 1
                 )
                 UPDATE registry_notifications SET count_queued = count_queued - (SELECT count(*) FROM cancelled),
-                    count_cancelled = count_cancelled + (SELECT count(*) FROM cancelled)
+                    count_cancelled = count_cancelled + (SELECT count(*) FROM cancelled),
+                    cancelled_at = coalesce(cancelled_at, $2)
                 WHERE id = $1
                 RETURNING \(PostgresDeliveryRows.notificationColumns)
                 """, [.text(id), .int64(w.now.milliseconds)])
@@ -141,7 +142,7 @@ extension PostgresRegistryStore: DeliveryStore {
             var moves: [String: DeliveryCounts] = [:]
             for var delivery in due {
                 guard let notification = notifications[delivery.notificationId] else { continue }
-                let token = try delivery.takeFromQueue(expiration: notification.expiration, in: w, now: w.now)
+                let token = try delivery.takeFromQueue(notification, in: w, now: w.now)
                 moves[delivery.notificationId, default: DeliveryCounts()].move(from: .queued, to: delivery.state)
                 changed.append(delivery)
                 tokens.append(token?.token)
@@ -173,12 +174,19 @@ extension PostgresRegistryStore: DeliveryStore {
             for delivery in try PostgresDeliveryRows.deliveries(r) {
                 sending[DeliveryKey(id: delivery.notificationId, index: delivery.index)] = delivery
             }
+            // A cancel committed since the claim turns a retry into `cancelled`;
+            // one that commits after this read is caught by the next claim.
+            let ids: [String] = Set(sending.values.map(\.notificationId)).sorted()
+            let flags = try w.connection.query("""
+                SELECT id::text FROM registry_notifications WHERE id = ANY($1::uuid[]) AND cancelled_at IS NOT NULL
+                """, [PostgresDeliveryRows.textArray(ids)])
+            let cancelled = Set(try (0..<flags.rowCount).map { try flags.string($0, 0) ?? "" })
             var changed: [DeliveryKey: DeliveryRecord] = [:]
             var moves: [String: DeliveryCounts] = [:]
             for (id, settlement) in keys {
                 let key = DeliveryKey(id: id, index: settlement.index)
                 guard var delivery = changed[key] ?? sending[key], delivery.state == .sending else { continue }
-                delivery.settle(settlement, now: w.now)
+                delivery.settle(settlement, cancelled: cancelled.contains(id), now: w.now)
                 moves[id, default: DeliveryCounts()].move(from: .sending, to: delivery.state)
                 changed[key] = delivery
             }

@@ -166,6 +166,11 @@ enum PostgresSchema {
             ALTER TABLE registry_notifications ADD COLUMN fcm bytea;
             ALTER TABLE registry_deliveries ADD COLUMN message_id text;
             """),
+        // Cancel means stop: a cancelled notification keeps when it was
+        // cancelled, so a retry settled (or claimed) after it is cancelled too.
+        PostgresMigration(version: 5, sql: """
+            ALTER TABLE registry_notifications ADD COLUMN cancelled_at bigint;
+            """),
     ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
 
     /// The highest migration this build knows: a database migrated further
