@@ -40,6 +40,24 @@ struct DeliveryClaimTests {
         #expect(try await f.deliveries.claim(limit: 2).map(\.delivery.notificationId) == [newer])
     }
 
+    /// Urgent first: priority 10 before 5 before 1, oldest due first within
+    /// one priority, a retry waiting for its backoff passed over.
+    @Test func claimsByPriorityThenAge() async throws {
+        let f = try makeStore(); defer { f.close() }
+        for user in ["a", "b", "c", "d"] { try await f.store.register(user, "d", token: user.utf8.first.map(Int.init)) }
+        let low = try await f.notify(.user("a"), priority: 1).record.id
+        f.clock.advance(seconds: 1)
+        let fanOut = try await f.notify(.user("b"), priority: 5).record.id
+        f.clock.advance(seconds: 1)
+        let alert = try await f.notify(.user("c"), priority: 10).record.id
+        f.clock.advance(seconds: 1)
+        let laterAlert = try await f.notify(.user("d"), priority: 10).record.id
+        var order: [String] = []
+        while let claimed = try await f.deliveries.claim(limit: 1).first { order.append(claimed.delivery.notificationId) }
+        #expect(order == [alert, laterAlert, fanOut, low])
+        #expect(try await f.deliveries.queueStats().queued == 0)
+    }
+
     @Test func usesTheTokenTheHolderHasWhenClaimed() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)

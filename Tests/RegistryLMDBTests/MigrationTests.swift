@@ -142,6 +142,44 @@ struct MigrationTests {
         #expect(try await f.check().isEmpty)
     }
 
+    /// A schema 6 queue (`due` keys without the priority rank) opens as
+    /// schema 7 with every queued delivery still claimable, most urgent
+    /// first, and nothing left in the old key form.
+    @Test func aSchemaSixQueueIsRankedAtOpen() async throws {
+        let f = try makeStore(); defer { f.close() }
+        for user in ["a", "b", "c", "d", "e"] { try await f.store.register(user, "d", token: user.utf8.first.map(Int.init)) }
+        let low = try await f.notify(.users(["a", "b"]), priority: 5).record.id
+        f.clock.advance(seconds: 1)
+        let urgent = try await f.notify(.users(["c", "d", "e"]), priority: 10).record.id
+        f.lmdb.shutdown()
+        let environment = try Environment(Environment.Configuration(path: f.configuration.directory, maxDatabases: 32))
+        let meta = try environment.openDatabase("meta")
+        let due = try environment.openDatabase("delivery.due")
+        try environment.write { txn in
+            var keys: [[UInt8]] = []
+            try txn.scan(due) { key, _ in
+                keys.append(key)
+                return true
+            }
+            #expect(keys.count == 5)
+            for key in keys {
+                _ = try txn.delete(key, in: due)
+                try txn.put([], for: Array(key.dropFirst()), in: due)
+            }
+            try txn.put([1, 6], for: Array("schemaVersion".utf8), in: meta)
+        }
+        let schema = try Schema(environment)
+        var migration = SchemaMigration(environment: environment, schema: schema, vault: TestKeys.vault,
+                                        apps: AppCatalog(apps: schema.apps))
+        migration.batchSize = 2
+        try migration.run()
+        environment.close()
+        try f.reopen()
+        var order: [String] = []
+        while let claimed = try await f.deliveries.claim(limit: 1).first { order.append(claimed.delivery.notificationId) }
+        #expect(order == [urgent, urgent, urgent, low, low])
+    }
+
     @Test func aNewerSchemaIsRefused() async throws {
         let f = try makeStore(); defer { f.close() }
         f.lmdb.shutdown()

@@ -174,6 +174,27 @@ import TokenSealing
         }
     }
 
+    /// A queue written before deliveries carried their priority (migration
+    /// 5) keeps working once migration 6 applies: every queued delivery gets
+    /// its notification's priority, and claims take the urgent ones first.
+    @Test func aQueueFromMigrationFiveIsClaimedByPriorityAfterSix() async throws {
+        let f = try makeStore(); defer { f.close() }
+        for user in ["a", "b", "c"] { try await f.store.register(user, "d", token: user.utf8.first.map(Int.init)) }
+        let low = try await f.notify(.users(["a", "b"]), priority: 1).record.id
+        f.clock.advance(seconds: 1)
+        let urgent = try await f.notify(.user("c"), priority: 10).record.id
+        let admin = try f.databaseConnection(); defer { admin.close() }
+        for statement in ["DELETE FROM schema_migrations WHERE version = 6", "DROP INDEX registry_deliveries_due",
+                          "ALTER TABLE registry_deliveries DROP COLUMN priority, DROP COLUMN apns_unique_id",
+                          "CREATE INDEX registry_deliveries_due ON registry_deliveries (not_before, notification_id, idx) WHERE state = 'queued'"] {
+            try admin.query(statement)
+        }
+        let node = try f.anotherNode(); defer { node.shutdown() }
+        var order: [String] = []
+        while let claimed = try await node.claim(limit: 1).first { order.append(claimed.delivery.notificationId) }
+        #expect(order == [urgent, low, low])
+    }
+
     @Test func anotherKeyFileIsRefusedAtOpen() async throws {
         let f = try makeStore(); defer { f.close() }
         try await f.store.register("alice", "d1", token: 1)

@@ -9,19 +9,20 @@ package extension StoreFixture {
     var intake: NotificationIntake { NotificationIntake(registry: store, deliveries: deliveries, clock: clock) }
 
     /// An alert of the default app to `target`, expiring `expiresIn` seconds from now.
-    func request(_ target: NotificationTarget, appId: String = Identifier.defaultAppId, expiresIn: Int64 = 3_600,
+    func request(_ target: NotificationTarget, appId: String = Identifier.defaultAppId, priority: Int = 10, expiresIn: Int64 = 3_600,
                  idempotencyKey: String? = nil, digest: [UInt8] = [1]) -> NotificationRequest {
         NotificationRequest(target: target, appId: appId, pushType: .alert,
-                            payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), priority: 10,
+                            payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), priority: priority,
                             expiration: Timestamp(milliseconds: clock.now().milliseconds + expiresIn * 1000), collapseId: nil,
                             idempotencyKey: idempotencyKey, digest: digest)
     }
 
     /// Accepts `request(...)` as the API does (its target resolved through the registry's reads).
     @discardableResult
-    func notify(_ target: NotificationTarget, appId: String = Identifier.defaultAppId, expiresIn: Int64 = 3_600,
+    func notify(_ target: NotificationTarget, appId: String = Identifier.defaultAppId, priority: Int = 10, expiresIn: Int64 = 3_600,
                 idempotencyKey: String? = nil, digest: [UInt8] = [1]) async throws -> EnqueueOutcome {
-        try await intake.accept(request(target, appId: appId, expiresIn: expiresIn, idempotencyKey: idempotencyKey, digest: digest))
+        try await intake.accept(request(target, appId: appId, priority: priority, expiresIn: expiresIn, idempotencyKey: idempotencyKey,
+                                        digest: digest))
     }
 
     /// Every delivery of a notification, walking pages of `pageSize`.

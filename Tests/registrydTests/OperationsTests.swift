@@ -149,7 +149,7 @@ import Testing
 
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/bk/backup.json"))) as? [String: Any]
         #expect(manifest?["format"] as? String == "registryd-backup")
-        #expect(manifest?["schemaVersion"] as? Int == 6)
+        #expect(manifest?["schemaVersion"] as? Int == 7)
         let counted = ((manifest?["stats"] as? [String: Any])?["counts"] as? [String: Any])?["devices"] as? Int
         let (_, stats, _) = try await exe.run(["stats", "--json", "--data-dir", "bk"] + keys, in: directory)
         let restoredCount = ((try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])?["counts"] as? [String: Any])?["devices"] as? Int

@@ -31,7 +31,7 @@ public protocol DeliveryStore: Sendable {
     /// (`settle`, `claim`); `nil` when there is no such notification.
     func cancel(notificationId: String) async throws -> NotificationRecord?
 
-    /// Claims up to `limit` due `queued` deliveries (oldest due first): each
+    /// Claims up to `limit` due `queued` deliveries (by priority, 10 before 5 before 1, then oldest due first): each
     /// becomes `sending` with the holder's token as it is now. On the way,
     /// a due delivery past its notification's expiration becomes `expired`,
     /// and one whose holder no longer has a token `failed` (`token_removed`).

@@ -10,7 +10,7 @@ import RegistryCore
 /// | --- | --- | --- |
 /// | delivery.notifications | notification id (16 bytes) | NotificationValue |
 /// | delivery.items | notification id, index (4 bytes, big-endian) | DeliveryValue |
-/// | delivery.due | when due (8 bytes, big-endian ms), id, index | empty: `queued` deliveries |
+/// | delivery.due | priority rank (1 byte: 10 → 0), when due (8 bytes, big-endian ms), id, index | empty: `queued` deliveries |
 /// | delivery.sending | when claimed (8 bytes), id, index | empty: `sending` deliveries |
 /// | delivery.byCreation | created (8 bytes), id | empty: what the sweep walks |
 /// | delivery.idempotency | idempotency key | id, created (8 bytes) |
@@ -49,10 +49,29 @@ enum DeliveryKey {
 
     static func item(_ id: [UInt8], _ index: UInt32) -> [UInt8] { id + BigEndian.bytes(UInt64(index), count: 4) }
 
-    /// `due` and `sending`: a time, then the item's key.
+    /// `sending` and `byCreation`: a time, then the item's (or notification's) key.
     static func timed(_ time: Timestamp, _ item: [UInt8]) -> [UInt8] {
         BigEndian.bytes(UInt64(bitPattern: max(time.milliseconds, 0)), count: 8) + item
     }
+
+    /// Every priority rank, most urgent first.
+    static let ranks: ClosedRange<UInt8> = 0...10
+
+    /// A notification priority's rank: 10 → 0, 5 → 5, 1 → 9, so byte order
+    /// is urgency order.
+    static func rank(_ priority: Int) -> UInt8 { UInt8(10 - min(max(priority, 0), 10)) }
+
+    /// `due`: the priority's rank, when due, the item's key: claims take
+    /// the most urgent first, the oldest due first within one priority.
+    static func due(_ priority: Int, _ time: Timestamp, _ item: [UInt8]) -> [UInt8] {
+        [rank(priority)] + timed(time, item)
+    }
+
+    /// When a `due` key falls due.
+    static func time(ofDue key: [UInt8]) -> Timestamp { time(of: Array(key.dropFirst())) }
+
+    /// The item key inside a `due` key.
+    static func item(inDue key: [UInt8]) -> [UInt8] { Array(key.dropFirst(9)) }
 
     static func time(of key: [UInt8]) -> Timestamp {
         Timestamp(milliseconds: Int64(bitPattern: BigEndian.value(key.prefix(8))))

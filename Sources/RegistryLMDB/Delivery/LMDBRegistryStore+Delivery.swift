@@ -18,7 +18,9 @@ extension LMDBRegistryStore: DeliveryStore {
             for delivery in deliveries {
                 let item = DeliveryKey.item(id, delivery.index)
                 try w.txn.put(delivery.encoded(), for: item, in: d.items)
-                if delivery.state == .queued { try w.txn.put([], for: DeliveryKey.timed(delivery.notBefore, item), in: d.due) }
+                if delivery.state == .queued {
+                    try w.txn.put([], for: DeliveryKey.due(notification.priority, delivery.notBefore, item), in: d.due)
+                }
             }
             try w.txn.put([], for: DeliveryKey.timed(notification.createdAt, id), in: d.byCreation)
             if let key = notification.scopedIdempotencyKey {
@@ -82,7 +84,7 @@ extension LMDBRegistryStore: DeliveryStore {
                 return true
             }
             for (key, var delivery) in queued {
-                _ = try w.txn.delete(DeliveryKey.timed(delivery.notBefore, key), in: d.due)
+                _ = try w.txn.delete(DeliveryKey.due(notification.priority, delivery.notBefore, key), in: d.due)
                 notification.counts.move(from: delivery.state, to: .cancelled)
                 delivery.state = .cancelled
                 delivery.updatedAt = w.now
@@ -100,16 +102,18 @@ extension LMDBRegistryStore: DeliveryStore {
         return try await writing { w in
             let now = w.now
             var dueKeys: [[UInt8]] = []
-            try w.txn.scan(d.due) { key, _ in
-                guard DeliveryKey.time(of: key) <= now else { return false }
-                dueKeys.append(key)
-                return dueKeys.count < limit
+            for rank in DeliveryKey.ranks where dueKeys.count < limit {
+                try w.txn.scan(d.due, prefix: [rank]) { key, _ in
+                    guard DeliveryKey.time(ofDue: key) <= now else { return false }
+                    dueKeys.append(key)
+                    return dueKeys.count < limit
+                }
             }
             var notifications = Notifications(txn: w.txn, schema: d)
             var claimed: [ClaimedDelivery] = []
             for dueKey in dueKeys {
                 _ = try w.txn.delete(dueKey, in: d.due)
-                let item = DeliveryKey.item(inTimed: dueKey)
+                let item = DeliveryKey.item(inDue: dueKey)
                 guard let bytes = try w.txn.get(item, in: d.items),
                       var notification = try notifications.get(Array(item.prefix(16))) else { continue }
                 var delivery = try DeliveryRecord(notificationId: notification.id, index: DeliveryKey.index(ofItem: item), decoding: bytes)
@@ -139,7 +143,9 @@ extension LMDBRegistryStore: DeliveryStore {
                 guard delivery.state == .sending else { continue }
                 if let claimedAt = delivery.claimedAt { _ = try w.txn.delete(DeliveryKey.timed(claimedAt, item), in: d.sending) }
                 delivery.settle(settlement, cancelled: notification.cancelled, now: w.now)
-                if delivery.state == .queued { try w.txn.put([], for: DeliveryKey.timed(delivery.notBefore, item), in: d.due) }
+                if delivery.state == .queued {
+                    try w.txn.put([], for: DeliveryKey.due(notification.priority, delivery.notBefore, item), in: d.due)
+                }
                 notification.counts.move(from: .sending, to: delivery.state)
                 try w.txn.put(delivery.encoded(), for: item, in: d.items)
                 notifications.set(id, notification)
@@ -216,9 +222,11 @@ extension LMDBRegistryStore: DeliveryStore {
         let d = deliverySchema
         return try reading { read in
             var oldest: Timestamp?
-            try read.txn.scan(d.due) { key, _ in
-                oldest = DeliveryKey.time(of: key)
-                return false
+            for rank in DeliveryKey.ranks {
+                try read.txn.scan(d.due, prefix: [rank]) { key, _ in
+                    oldest = min(oldest ?? .init(milliseconds: .max), DeliveryKey.time(ofDue: key))
+                    return false
+                }
             }
             return DeliveryQueueStats(queued: try read.txn.count(in: d.due), sending: try read.txn.count(in: d.sending),
                                       oldestDue: oldest)

@@ -35,7 +35,9 @@ package struct Schema: Sendable {
     /// 6: notifications may hold an FCM body and deliveries a message id
     /// (their values' version 2); version 1 values are read as they are,
     /// so nothing to migrate, but an older build would refuse the new values.
-    package static let version: UInt64 = 6
+    /// 7: the delivery queue's `due` keys lead with the priority's rank, and
+    /// notifications carry a cancelled flag (their values' version 3).
+    package static let version: UInt64 = 7
 
     package let devices: Database
     package let pushTokens: Database

@@ -28,6 +28,12 @@ import LMDB
 /// 5 → 6: nothing to move: the delivery queue's version 1 values are read
 /// as they are (`DeliveryValues`), new ones are written as version 2.
 ///
+/// 6 → 7: every `delivery.due` key gains its notification's priority rank
+/// in front (`DeliveryKey.due`), `batchSize` keys per transaction; a key
+/// already moved is recognised by its length, so a stopped migration
+/// resumes. Notification values are read as they are (version 3 adds the
+/// cancelled flag).
+///
 /// The new version is written last.
 struct SchemaMigration {
     let environment: Environment
@@ -64,6 +70,7 @@ struct SchemaMigration {
         }
         // Values the move above wrote are bound already; this finds those of schema 3.
         if found < 4 { try bindSealedValues() }
+        if found < 7 { try rankDueDeliveries() }
         try writeVersion(compactionPending: found < 3)
         return true
     }
@@ -94,6 +101,28 @@ struct SchemaMigration {
                 }
             }
         }
+    }
+
+    /// Rewrites schema 6 `due` keys (a time, the item) as schema 7's (the
+    /// priority rank first), `batchSize` per transaction.
+    private func rankDueDeliveries() throws {
+        let delivery = try DeliverySchema(environment)
+        let oldLength = 8 + 16 + 4
+        while try environment.write({ txn -> Bool in
+            var batch: [[UInt8]] = []
+            try txn.scan(delivery.due) { key, _ in
+                if key.count == oldLength { batch.append(key) }
+                return batch.count < batchSize
+            }
+            for key in batch {
+                let item = DeliveryKey.item(inTimed: key)
+                _ = try txn.delete(key, in: delivery.due)
+                // A key whose notification is gone has nothing left to send.
+                guard let notification = try LMDBRegistryStore.notification(txn, delivery, Array(item.prefix(16))) else { continue }
+                try txn.put([], for: DeliveryKey.due(notification.priority, DeliveryKey.time(of: key), item), in: delivery.due)
+            }
+            return batch.count == batchSize
+        }) {}
     }
 
     /// The new version, with (after a migration from plaintext tokens) the

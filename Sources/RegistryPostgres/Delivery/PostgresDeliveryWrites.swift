@@ -20,17 +20,18 @@ struct PostgresDeliveryWrites {
             """, parameters)
     }
 
-    /// Inserts `deliveries` under `notificationId` (whatever theirs says), in batches.
-    func insert(_ deliveries: [DeliveryRecord], notificationId: String) throws {
+    /// Inserts `deliveries` under `notificationId` (whatever theirs says),
+    /// with the notification's `priority` (their claim order), in batches.
+    func insert(_ deliveries: [DeliveryRecord], notificationId: String, priority: Int) throws {
         var start = 0
         while start < deliveries.count {
             let batch = deliveries[start..<min(start + Self.insertBatch, deliveries.count)]
             try connection.query("""
                 INSERT INTO registry_deliveries (notification_id, idx, user_id, app_id, device_id, kind, activity_id,
                     token_fingerprint, platform, environment, state, apns_id, status, reason, attempts, retries,
-                    updated_at, not_before, claimed_at, message_id)
-                SELECT $1::uuid, * FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                    $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::integer[], $14::text[],
+                    updated_at, not_before, claimed_at, message_id, priority)
+                SELECT $1::uuid, *, $21::smallint FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[], $6::text[],
+                    $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::integer[], $14::text[],
                     $15::integer[], $16::integer[], $17::bigint[], $18::bigint[], $19::bigint[], $20::text[])
                 """, [.text(notificationId), Self.integers(batch) { Int64($0.index) },
                       Self.texts(batch) { $0.target.userId }, Self.texts(batch) { $0.target.appId },
@@ -41,7 +42,8 @@ struct PostgresDeliveryWrites {
                       Self.integers(batch) { $0.status.map(Int64.init) }, Self.texts(batch) { $0.reason },
                       Self.integers(batch) { Int64($0.attempts) }, Self.integers(batch) { Int64($0.retries) },
                       Self.integers(batch) { $0.updatedAt.milliseconds }, Self.integers(batch) { $0.notBefore.milliseconds },
-                      Self.integers(batch) { $0.claimedAt?.milliseconds }, Self.texts(batch) { $0.messageId }])
+                      Self.integers(batch) { $0.claimedAt?.milliseconds }, Self.texts(batch) { $0.messageId },
+                      .int64(Int64(priority))])
             start += batch.count
         }
     }

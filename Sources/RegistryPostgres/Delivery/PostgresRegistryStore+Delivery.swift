@@ -48,7 +48,7 @@ extension PostgresRegistryStore: DeliveryStore {
                                        [.text(key), .text(id), .int64(notification.createdAt.milliseconds)])
             }
             try writes.insert(notification, id: id)
-            try writes.insert(deliveries, notificationId: id)
+            try writes.insert(deliveries, notificationId: id, priority: notification.priority)
             return .accepted(notification)
         }
     }
@@ -113,7 +113,8 @@ extension PostgresRegistryStore: DeliveryStore {
         }
     }
 
-    /// Locks up to `limit` due `queued` rows, oldest due first, skipping
+    /// Locks up to `limit` due `queued` rows, most urgent first (priority,
+    /// then oldest due; `registry_deliveries_due` is in that order), skipping
     /// rows another node is claiming; reads each holder's token with the
     /// registry's own reads in the same transaction (`takeFromQueue`);
     /// writes the rows back (`sending`, `expired`, or `failed`) in one
@@ -124,7 +125,7 @@ extension PostgresRegistryStore: DeliveryStore {
             let due = try PostgresDeliveryRows.deliveries(try w.connection.query("""
                 SELECT \(PostgresDeliveryRows.deliveryColumns) FROM registry_deliveries
                 WHERE state = 'queued' AND not_before <= $1
-                ORDER BY not_before, notification_id, idx LIMIT $2
+                ORDER BY priority DESC, not_before, notification_id, idx LIMIT $2
                 FOR UPDATE SKIP LOCKED
                 """, [.int64(w.now.milliseconds), .int64(Int64(limit))]))
             guard !due.isEmpty else { return [] }

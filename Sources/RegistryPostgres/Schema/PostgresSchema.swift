@@ -171,6 +171,18 @@ enum PostgresSchema {
         PostgresMigration(version: 5, sql: """
             ALTER TABLE registry_notifications ADD COLUMN cancelled_at bigint;
             """),
+        // Urgent first: a delivery carries its notification's priority, and
+        // the due index is in claim order (priority, then when due). The
+        // APNs sandbox's delivery-log id (`apns-unique-id`) has a column.
+        PostgresMigration(version: 6, sql: """
+            ALTER TABLE registry_deliveries ADD COLUMN priority smallint NOT NULL DEFAULT 10;
+            UPDATE registry_deliveries d SET priority = n.priority FROM registry_notifications n
+                WHERE d.notification_id = n.id AND d.state = 'queued' AND n.priority <> 10;
+            DROP INDEX registry_deliveries_due;
+            CREATE INDEX registry_deliveries_due ON registry_deliveries (priority DESC, not_before, notification_id, idx)
+                WHERE state = 'queued';
+            ALTER TABLE registry_deliveries ADD COLUMN apns_unique_id text;
+            """),
     ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
 
     /// The highest migration this build knows: a database migrated further
