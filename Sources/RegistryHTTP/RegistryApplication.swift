@@ -151,6 +151,8 @@ public final class RegistryApplication: HTTPApplication {
             return APIError.idempotencyKeyReused.response
         case DeliveryError.notFound:
             return APIError.notificationNotFound.response
+        case DeliveryError.queueFull(let pending, let limit):
+            return APIError.queueFull(pending: pending, limit: limit).response
         case let error as RegistryError:
             if case .unavailable(let reason) = error {
                 logger.error("storage_unavailable", [("route", .string(call.endpoint.label)), ("reason", .string(reason))])

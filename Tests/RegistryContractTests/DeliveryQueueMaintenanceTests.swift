@@ -5,6 +5,23 @@ import Testing
 
 /// `DeliveryStore`: cancelling, abandoned claims, the sweep of old notifications, and the queue's shape.
 struct DeliveryQueueMaintenanceTests {
+    /// What `--max-queued-deliveries` compares: `queued` and `sending`, every notification's.
+    @Test func pendingDeliveriesCountsQueuedAndSending() async throws {
+        let f = try makeStore(); defer { f.close() }
+        for user in ["a", "b", "c"] { try await f.store.register(user, "d", token: user.utf8.first.map(Int.init)) }
+        #expect(try await f.deliveries.pendingDeliveries() == 0)
+        _ = try await f.notify(.users(["a", "b"]))
+        f.clock.advance(seconds: 1)
+        let single = try await f.notify(.user("c")).record.id
+        #expect(try await f.deliveries.pendingDeliveries() == 3)
+        let claimed = try await f.deliveries.claim(limit: 2)
+        #expect(try await f.deliveries.pendingDeliveries() == 3, "sending ones still count")
+        try await f.deliveries.settle(claimed.map { settlement($0, .delivered, status: 200) })
+        #expect(try await f.deliveries.pendingDeliveries() == 1)
+        _ = try await f.deliveries.cancel(notificationId: single)
+        #expect(try await f.deliveries.pendingDeliveries() == 0)
+    }
+
     private static let day: Int64 = 86_400
 
     @Test func cancelTurnsOnlyQueuedDeliveriesIntoCancelled() async throws {

@@ -10,9 +10,9 @@ extension Harness {
     /// This harness's store behind an application with delivery configured
     /// (as `serve --apns-key-file …` wires it, minus the sender: every
     /// accepted delivery stays `queued`, so the routes are seen alone).
-    func delivering() -> Harness {
+    func delivering(maxQueued: Int = NotificationIntake.defaultMaxQueued) -> Harness {
         let routes = DeliveryRoutes(intake: NotificationIntake(registry: store, deliveries: store, clock: clock,
-                                                               capabilities: Self.deliveryCapabilities),
+                                                               capabilities: Self.deliveryCapabilities, maxQueued: maxQueued),
                                     store: store, capabilities: Self.deliveryCapabilities, accepted: {})
         let verifier = JWTVerifier(configuration: JWTConfiguration(hs256Secret: Self.secret))
         let application = RegistryApplication(

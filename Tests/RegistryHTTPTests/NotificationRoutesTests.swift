@@ -22,6 +22,28 @@ import Testing
         }
     }
 
+    /// A full queue refuses a notification whole (503 with Retry-After)
+    /// and stores nothing of it, its idempotency key included; below the
+    /// limit a notification is accepted whatever its own size.
+    @Test func aFullQueueRefusesANotificationAndStoresNothing() async throws {
+        try await Harness.with { plain in
+            let h = plain.delivering(maxQueued: 2)
+            for n in 1...3 { await h.register("d\(n)", user: "u\(n)", #""pushToken": "\#(token(UInt8(n)))""#) }
+            let twoAtOnce = await h.notify(#"{"target": {"userIds": ["u1", "u2", "u3"]}, "payload": {"aps": {}}}"#)
+            #expect(twoAtOnce.status == 202, "below the limit, accepted whatever its size: \(twoAtOnce.text)")
+            let keyed = #"{"target": {"userId": "u1"}, "payload": {"aps": {}}, "idempotencyKey": "k1"}"#
+            let refused = await h.notify(keyed)
+            #expect(refused.status == 503 && refused.errorCode == "queue_full", "\(refused.text)")
+            #expect(refused.header("Retry-After") == "5")
+            #expect(refused.errorMessage.contains("--max-queued-deliveries"), "\(refused.errorMessage)")
+            #expect(await queued(h) == 3)
+            let id = try #require(twoAtOnce.json["notification"]?["id"]?.string)
+            #expect(await h.send("DELETE", "/internal/v1/notifications/\(id)", as: .apiKey).status == 200)
+            let again = await h.notify(keyed)
+            #expect(again.status == 202, "the refused key was not stored: \(again.text)")
+        }
+    }
+
     @Test func acceptAnswersTheNotificationWithItsCounts() async throws {
         try await Harness.with { plain in
             let h = plain.delivering()

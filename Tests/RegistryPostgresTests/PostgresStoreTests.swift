@@ -185,6 +185,7 @@ import TokenSealing
         let urgent = try await f.notify(.user("c"), priority: 10).record.id
         let admin = try f.databaseConnection(); defer { admin.close() }
         for statement in ["DELETE FROM schema_migrations WHERE version = 6", "DROP INDEX registry_deliveries_due",
+                          "DROP INDEX registry_notifications_unfinished",
                           "ALTER TABLE registry_deliveries DROP COLUMN priority, DROP COLUMN apns_unique_id",
                           "CREATE INDEX registry_deliveries_due ON registry_deliveries (not_before, notification_id, idx) WHERE state = 'queued'"] {
             try admin.query(statement)

@@ -128,6 +128,8 @@ struct ExecutableFCMTests {
         try await refused(["--fcm-service-account", "default=\(good)", "--fcm-request-timeout", "0s", "--listen", "127.0.0.1:0"],
                           saying: ["--fcm-request-timeout"])
         try await refused(["--fcm-service-account", good, "--listen", "127.0.0.1:0"], saying: ["must be APPID=FILE"])
+        try await refused(["--fcm-service-account", "default=\(good)", "--max-queued-deliveries", "0", "--listen", "127.0.0.1:0"],
+                          saying: ["--max-queued-deliveries must be a whole number from 1"])
     }
 
     @Test func helpListsTheFCMFlags() async throws {

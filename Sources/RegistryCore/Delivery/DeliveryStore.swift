@@ -52,6 +52,11 @@ public protocol DeliveryStore: Sendable {
     func sweepNotifications(createdBefore cutoff: Timestamp) async throws -> Int
 
     func queueStats() async throws -> DeliveryQueueStats
+
+    /// Deliveries not yet final (`queued` and `sending`) across the whole
+    /// queue (every node's): what `--max-queued-deliveries` bounds. Cheap
+    /// enough to ask at every accept.
+    func pendingDeliveries() async throws -> Int
 }
 
 public enum EnqueueOutcome: Sendable {
@@ -66,6 +71,9 @@ public enum DeliveryError: Error, Hashable, Sendable {
     case idempotencyKeyReused
     /// No notification has this id (or it was swept).
     case notFound
+    /// The queue holds `pending` deliveries not yet final, at or above
+    /// `limit`: the notification is refused whole, nothing stored.
+    case queueFull(pending: Int, limit: Int)
 }
 
 package extension DeliveryStore {

@@ -20,20 +20,32 @@ public struct NotificationIntake: Sendable {
     let maxDeliveries: Int
     /// Which platforms each app can be sent on.
     let capabilities: DeliveryCapabilities
+    /// Deliveries not yet final the queue may hold before a notification is
+    /// refused (`--max-queued-deliveries`).
+    let maxQueued: Int
+
+    /// `--max-queued-deliveries`'s default.
+    public static let defaultMaxQueued = 5_000_000
 
     public init(registry: any RegistryStore, deliveries: any DeliveryStore, clock: any WallClock = SystemClock(),
                 maxDeliveries: Int = NotificationRequest.maxDeliveries,
-                capabilities: DeliveryCapabilities = DeliveryCapabilities(everyApp: [.apns])) {
+                capabilities: DeliveryCapabilities = DeliveryCapabilities(everyApp: [.apns]),
+                maxQueued: Int = NotificationIntake.defaultMaxQueued) {
         self.registry = registry
         self.deliveries = deliveries
         self.clock = clock
         self.maxDeliveries = maxDeliveries
         self.capabilities = capabilities
+        self.maxQueued = maxQueued
     }
 
-    /// Throws `RegistryError.invalidField(field: "target")` when the target
-    /// holds more than `maxDeliveries` tokens.
+    /// Throws `DeliveryError.queueFull` when the queue already holds
+    /// `maxQueued` deliveries not yet final (whatever this notification's
+    /// size), and `RegistryError.invalidField(field: "target")` when the
+    /// target holds more than `maxDeliveries` tokens.
     public func accept(_ request: NotificationRequest) async throws -> EnqueueOutcome {
+        let pending = try await deliveries.pendingDeliveries()
+        guard pending < maxQueued else { throw DeliveryError.queueFull(pending: pending, limit: maxQueued) }
         let targets = try await resolve(request.target, appId: request.appId)
         try checkSize(targets.count)
         let now = clock.now()

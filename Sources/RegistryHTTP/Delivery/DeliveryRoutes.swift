@@ -1,3 +1,4 @@
+import HTTPServer
 import RegistryCore
 
 /// What the notification routes need when delivery is configured (an APNs
@@ -30,4 +31,12 @@ extension APIError {
         message: "idempotencyKey was used within 24 hours for a notification with another body")
 
     static let notificationNotFound = APIError.recordNotFound("notification")
+
+    /// Nothing of the request was stored (its idempotency key included): the same request may be sent again later.
+    static func queueFull(pending: Int, limit: Int) -> APIError {
+        APIError(status: 503, code: "queue_full",
+                 message: "the delivery queue holds \(pending) deliveries not yet sent, at or above --max-queued-deliveries "
+                     + "(\(limit)); nothing was stored, send it again later",
+                 headers: ["Retry-After": HTTPResponse.retryAfterSeconds])
+    }
 }

@@ -233,6 +233,12 @@ extension LMDBRegistryStore: DeliveryStore {
         }
     }
 
+    /// The `due` and `sending` indexes' entry counts (LMDB keeps them: O(1)).
+    public func pendingDeliveries() async throws -> Int {
+        let d = deliverySchema
+        return try reading { read in try read.txn.count(in: d.due) + read.txn.count(in: d.sending) }
+    }
+
     /// The notification that used `notification`'s idempotency key within
     /// the window, in its app. A key stored before keys were scoped (the
     /// bare key) still answers for 24 hours, when its notification is of

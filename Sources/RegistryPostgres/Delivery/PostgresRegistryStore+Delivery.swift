@@ -246,6 +246,19 @@ extension PostgresRegistryStore: DeliveryStore {
         }
     }
 
+    /// The notifications' own counts, summed over those not finished
+    /// (`registry_notifications_unfinished`, a partial index, holds only
+    /// them): exact, and cheap beside counting millions of delivery rows.
+    public func pendingDeliveries() async throws -> Int {
+        try await deliveryReading { connection in
+            let r = try connection.query("""
+                SELECT coalesce(sum(count_queued + count_sending), 0) FROM registry_notifications
+                WHERE count_queued > 0 OR count_sending > 0
+                """)
+            return Int(try r.int64(0, 0) ?? 0)
+        }
+    }
+
     /// Each figure from its partial index (one statement, one snapshot).
     public func queueStats() async throws -> DeliveryQueueStats {
         try await deliveryReading { connection in

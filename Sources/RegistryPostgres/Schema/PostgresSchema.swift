@@ -174,6 +174,8 @@ enum PostgresSchema {
         // Urgent first: a delivery carries its notification's priority, and
         // the due index is in claim order (priority, then when due). The
         // APNs sandbox's delivery-log id (`apns-unique-id`) has a column.
+        // The unfinished notifications are indexed, so the queue's size
+        // (`--max-queued-deliveries`) is a sum over them.
         PostgresMigration(version: 6, sql: """
             ALTER TABLE registry_deliveries ADD COLUMN priority smallint NOT NULL DEFAULT 10;
             UPDATE registry_deliveries d SET priority = n.priority FROM registry_notifications n
@@ -182,6 +184,8 @@ enum PostgresSchema {
             CREATE INDEX registry_deliveries_due ON registry_deliveries (priority DESC, not_before, notification_id, idx)
                 WHERE state = 'queued';
             ALTER TABLE registry_deliveries ADD COLUMN apns_unique_id text;
+            CREATE INDEX registry_notifications_unfinished ON registry_notifications (id)
+                WHERE count_queued > 0 OR count_sending > 0;
             """),
     ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
 

@@ -95,8 +95,9 @@ enum ServeCommand: Subcommand {
         }
         var delivery: DeliverySetup?
         if let providers {
-            delivery = DeliverySetup(providers, store: store, singleProcess: settings.backend.isSingleProcess, metrics: metrics,
-                                     logger: logger)
+            delivery = DeliverySetup(providers, store: store, singleProcess: settings.backend.isSingleProcess,
+                                     maxQueued: settings.delivery?.maxQueued ?? NotificationIntake.defaultMaxQueued,
+                                     metrics: metrics, logger: logger)
         }
         let application = RegistryApplication(
             store: store,

@@ -5,11 +5,19 @@ import RegistryCore
 struct DeliverySettings: Sendable {
     var apns: APNsSettings?
     var fcm: FCMSettings?
+    /// `--max-queued-deliveries` (1 to 1,000,000,000).
+    var maxQueued = NotificationIntake.defaultMaxQueued
 
     /// `nil` when no provider is configured. `apps`: the declared apps (a
     /// provider's credentials for an undeclared one are a bad flag).
     static func read(_ arguments: Arguments, apps: DeclaredApps) throws(Arguments.Failure) -> DeliverySettings? {
-        let settings = DeliverySettings(apns: try APNsSettings.read(arguments), fcm: try FCMSettings.read(arguments, apps: apps))
+        var settings = DeliverySettings(apns: try APNsSettings.read(arguments), fcm: try FCMSettings.read(arguments, apps: apps))
+        if let (value, source) = arguments.value("max-queued-deliveries") {
+            guard let n = ValueParsing.positiveInt(value, max: 1_000_000_000) else {
+                throw Arguments.Failure(description: "\(source) must be a whole number from 1 to 1000000000")
+            }
+            settings.maxQueued = n
+        }
         return settings.providerNames.isEmpty ? nil : settings
     }
 

@@ -92,6 +92,10 @@ enum Flags {
              defaultValue: "none"),
         Flag(name: "fcm-request-timeout", value: "D", summary: "a request to FCM unanswered by then has an unknown outcome (never resent)",
              defaultValue: "10s"),
+        // Delivery, whichever provider sends.
+        Flag(name: "max-queued-deliveries", value: "N",
+             summary: "deliveries not yet sent (queued or sending, every node's) above which a notification is refused with 503 queue_full",
+             defaultValue: "5000000"),
         // Per-command flags: they describe one run, so no environment variable sets them.
         Flag(name: "user", value: "U", summary: "the JWT's subject (a user id)", defaultValue: nil, readsEnvironment: false),
         Flag(name: "ttl", value: "D", summary: "the JWT's lifetime", defaultValue: "1h", readsEnvironment: false),
@@ -124,5 +128,5 @@ enum Flags {
     static let apns = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-production-url",
                        "apns-sandbox-url", "apns-ca-file", "apns-request-timeout"]
     static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
-                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns + fcm
+                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns + fcm + ["max-queued-deliveries"]
 }

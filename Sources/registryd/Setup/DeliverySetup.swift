@@ -21,15 +21,16 @@ struct DeliverySetup {
         ].compactMap { $0 })
     }
 
-    init(_ providers: DeliveryProviders, store: any RegistryMaintenance, singleProcess: Bool, metrics: RegistryMetrics,
-         logger: Logger) {
+    init(_ providers: DeliveryProviders, store: any RegistryMaintenance, singleProcess: Bool, maxQueued: Int,
+         metrics: RegistryMetrics, logger: Logger) {
         var configuration = DeliverySender.Configuration()
         configuration.abandonClaimsAtStart = singleProcess
         let sender = DeliverySender(configuration: configuration, store: store, registry: store, providers: providers,
                                     observer: DeliveryTelemetry(metrics: metrics, logger: logger))
         self.sender = sender
         let capabilities = providers.capabilities
-        routes = DeliveryRoutes(intake: NotificationIntake(registry: store, deliveries: store, capabilities: capabilities),
+        routes = DeliveryRoutes(intake: NotificationIntake(registry: store, deliveries: store, capabilities: capabilities,
+                                                           maxQueued: maxQueued),
                                 store: store, capabilities: capabilities, accepted: { sender.notify() })
     }
 }
