@@ -93,9 +93,13 @@ public final class DeliverySender: Service {
             while !isStopping {
                 let wanted = min(configuration.maxInFlight - inFlight.load(ordering: .relaxed), configuration.claimBatch)
                 var claimed: [ClaimedDelivery] = []
+                var taken = 0
                 if wanted > 0 {
                     do {
-                        claimed = try await store.claim(limit: wanted)
+                        let batch = try await store.claimBatch(limit: wanted)
+                        claimed = batch.claimed
+                        taken = batch.claimed.count + batch.decided.count
+                        for delivery in batch.decided { observer.decidedAtClaim(delivery) }
                     } catch {
                         observer.senderError("claim", error)
                     }
@@ -110,7 +114,7 @@ public final class DeliverySender: Service {
                 }
                 await maintenance.run(self)
                 // Fewer than asked for: nothing more is due (or there is no room), so wait for a wake-up.
-                if claimed.isEmpty || claimed.count < wanted {
+                if taken < wanted {
                     await wake.wait(upTo: configuration.pollInterval)
                 }
             }

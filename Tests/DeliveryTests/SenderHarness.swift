@@ -118,6 +118,7 @@ final class RecordingObserver: DeliveryObserver {
         var problems: [String] = []
         var errors: [String] = []
         var removals: [String] = []
+        var decided: [String] = []
     }
 
     private let state = Mutex(State())
@@ -129,6 +130,8 @@ final class RecordingObserver: DeliveryObserver {
     var problems: [String] { state.withLock { $0.problems } }
     var errors: [String] { state.withLock { $0.errors } }
     var removals: [String] { state.withLock { $0.removals } }
+    /// What claims decided without a request: each delivery's reason (or state).
+    var decided: [String] { state.withLock { $0.decided } }
 
     func providerRequest(_ provider: Platform, status: Int?, reason: String?, outcome: String, seconds: Double) {
         let line = status.map { "\($0)\(reason.map { " " + $0 } ?? "")" } ?? outcome
@@ -137,6 +140,7 @@ final class RecordingObserver: DeliveryObserver {
         }
     }
     func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {}
+    func decidedAtClaim(_ delivery: DeliveryRecord) { state.withLock { $0.decided.append(delivery.reason ?? delivery.state.rawValue) } }
     func abandoned(_ count: Int) {}
     func credentialRenewed(_ provider: Platform) {}
     func configurationProblem(_ provider: Platform, reason: String, appId: String, detail: String?) { state.withLock { $0.problems.append(reason) } }

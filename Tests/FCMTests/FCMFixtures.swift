@@ -81,6 +81,7 @@ final class RecordingObserver: DeliveryObserver {
     }
 
     func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {}
+    func decidedAtClaim(_ delivery: DeliveryRecord) {}
     func abandoned(_ count: Int) {}
     func credentialRenewed(_ provider: Platform) {}
     func senderError(_ what: String, _ error: any Error) {}

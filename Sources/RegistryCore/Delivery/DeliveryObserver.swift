@@ -10,6 +10,10 @@ public protocol DeliveryObserver: Sendable {
     /// again for a retry). Where a failure is logged, with the token's
     /// fingerprint (never the token).
     func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery)
+    /// A delivery its claim settled without a request (`failed` with
+    /// `token_removed` or `token_changed`, `expired`, `cancelled`): logged
+    /// and counted as a settled one is.
+    func decidedAtClaim(_ delivery: DeliveryRecord)
     /// Claims nobody will settle became `unknown` (a sender died or was
     /// killed while sending): counted, and logged in one line.
     func abandoned(_ count: Int)

@@ -35,7 +35,10 @@ public protocol DeliveryStore: Sendable {
     /// becomes `sending` with the holder's token as it is now. On the way,
     /// a due delivery past its notification's expiration becomes `expired`,
     /// and one whose holder no longer has a token `failed` (`token_removed`).
-    func claim(limit: Int) async throws -> [ClaimedDelivery]
+    /// The batch holds those claimed (`sending`) and those the claim
+    /// decided without sending (`failed`, `expired`, `cancelled`), so the
+    /// sender can log and count them.
+    func claimBatch(limit: Int) async throws -> ClaimBatch
 
     /// Applies the sender's decisions to claimed deliveries (one transaction).
     /// A settlement for a delivery that is no longer `sending` (a claim that
@@ -57,6 +60,24 @@ public protocol DeliveryStore: Sendable {
     /// queue (every node's): what `--max-queued-deliveries` bounds. Cheap
     /// enough to ask at every accept.
     func pendingDeliveries() async throws -> Int
+}
+
+public extension DeliveryStore {
+    /// The deliveries a claim of up to `limit` made `sending`.
+    func claim(limit: Int) async throws -> [ClaimedDelivery] { try await claimBatch(limit: limit).claimed }
+}
+
+/// What one claim did: the deliveries it hands to the sender, and those it
+/// settled itself without a request (a holder without a token or with one
+/// of another platform, an expired or cancelled notification).
+public struct ClaimBatch: Sendable {
+    public var claimed: [ClaimedDelivery]
+    public var decided: [DeliveryRecord]
+
+    public init(claimed: [ClaimedDelivery], decided: [DeliveryRecord]) {
+        self.claimed = claimed
+        self.decided = decided
+    }
 }
 
 public enum EnqueueOutcome: Sendable {

@@ -28,21 +28,35 @@ public final class DeliveryTelemetry: DeliveryObserver {
     }
 
     public func settled(_ settlement: DeliverySettlement, of claimed: ClaimedDelivery) {
-        metrics.delivery.recordSettled(claimed.delivery.platform, settlement.state)
-        guard settlement.state == .failed || settlement.state == .unknown || settlement.state == .expired else { return }
+        log(claimed.delivery, settlement.state, status: settlement.status, reason: settlement.reason,
+            tokenFingerprint: settlement.tokenFingerprint, environment: settlement.environment)
+    }
+
+    public func decidedAtClaim(_ delivery: DeliveryRecord) {
+        log(delivery, delivery.state, status: delivery.status, reason: delivery.reason, tokenFingerprint: delivery.tokenFingerprint,
+            environment: delivery.environment)
+    }
+
+    /// Counts a delivery that reached `state`, and logs it when that is a
+    /// failure (`failed`, `unknown`, `expired`): one line with the token's
+    /// fingerprint, never the token.
+    private func log(_ delivery: DeliveryRecord, _ state: DeliveryState, status: Int?, reason: String?, tokenFingerprint: String,
+                     environment: APNsEnvironment) {
+        metrics.delivery.recordSettled(delivery.platform, state)
+        guard state == .failed || state == .unknown || state == .expired else { return }
         var fields: [(String, JSONWriter.Value)] = []
-        fields.append(("notificationId", .string(settlement.notificationId)))
-        fields.append(("userId", .string(claimed.delivery.target.userId)))
-        fields.append(("deviceId", .string(claimed.delivery.target.deviceId)))
-        fields.append(("appId", .string(claimed.delivery.target.appId)))
-        fields.append(("kind", .string(claimed.delivery.target.kind.rawValue)))
-        fields.append(("platform", .string(claimed.delivery.platform.rawValue)))
-        fields.append(("tokenFingerprint", .string(settlement.tokenFingerprint)))
-        fields.append(("environment", .string(settlement.environment.rawValue)))
-        fields.append(("state", .string(settlement.state.rawValue)))
-        if let status = settlement.status { fields.append(("status", .int(Int64(status)))) }
-        if let reason = settlement.reason { fields.append(("reason", .string(reason))) }
-        logger.warning("delivery_\(settlement.state.rawValue)", fields)
+        fields.append(("notificationId", .string(delivery.notificationId)))
+        fields.append(("userId", .string(delivery.target.userId)))
+        fields.append(("deviceId", .string(delivery.target.deviceId)))
+        fields.append(("appId", .string(delivery.target.appId)))
+        fields.append(("kind", .string(delivery.target.kind.rawValue)))
+        fields.append(("platform", .string(delivery.platform.rawValue)))
+        fields.append(("tokenFingerprint", .string(tokenFingerprint)))
+        fields.append(("environment", .string(environment.rawValue)))
+        fields.append(("state", .string(state.rawValue)))
+        if let status { fields.append(("status", .int(Int64(status)))) }
+        if let reason { fields.append(("reason", .string(reason))) }
+        logger.warning("delivery_\(state.rawValue)", fields)
     }
 
     public func abandoned(_ count: Int) {

@@ -96,8 +96,8 @@ extension LMDBRegistryStore: DeliveryStore {
         }
     }
 
-    public func claim(limit: Int) async throws -> [ClaimedDelivery] {
-        guard limit > 0 else { return [] }
+    public func claimBatch(limit: Int) async throws -> ClaimBatch {
+        guard limit > 0 else { return ClaimBatch(claimed: [], decided: []) }
         let d = deliverySchema
         return try await writing { w in
             let now = w.now
@@ -111,6 +111,7 @@ extension LMDBRegistryStore: DeliveryStore {
             }
             var notifications = Notifications(txn: w.txn, schema: d)
             var claimed: [ClaimedDelivery] = []
+            var decided: [DeliveryRecord] = []
             for dueKey in dueKeys {
                 _ = try w.txn.delete(dueKey, in: d.due)
                 let item = DeliveryKey.item(inDue: dueKey)
@@ -123,10 +124,14 @@ extension LMDBRegistryStore: DeliveryStore {
                 notification.counts.move(from: .queued, to: delivery.state)
                 try w.txn.put(delivery.encoded(), for: item, in: d.items)
                 notifications.set(Array(item.prefix(16)), notification)
-                if let token { claimed.append(ClaimedDelivery(delivery: delivery, token: token.token, notification: notification)) }
+                if let token {
+                    claimed.append(ClaimedDelivery(delivery: delivery, token: token.token, notification: notification))
+                } else {
+                    decided.append(delivery)
+                }
             }
             try notifications.save()
-            return claimed
+            return ClaimBatch(claimed: claimed, decided: decided)
         }
     }
 

@@ -119,8 +119,8 @@ extension PostgresRegistryStore: DeliveryStore {
     /// registry's own reads in the same transaction (`takeFromQueue`);
     /// writes the rows back (`sending`, `expired`, or `failed`) in one
     /// statement, then the notifications' counts.
-    public func claim(limit: Int) async throws -> [ClaimedDelivery] {
-        guard limit > 0 else { return [] }
+    public func claimBatch(limit: Int) async throws -> ClaimBatch {
+        guard limit > 0 else { return ClaimBatch(claimed: [], decided: []) }
         return try await deliveryWriting { w in
             let due = try PostgresDeliveryRows.deliveries(try w.connection.query("""
                 SELECT \(PostgresDeliveryRows.deliveryColumns) FROM registry_deliveries
@@ -128,7 +128,7 @@ extension PostgresRegistryStore: DeliveryStore {
                 ORDER BY priority DESC, not_before, notification_id, idx LIMIT $2
                 FOR UPDATE SKIP LOCKED
                 """, [.int64(w.now.milliseconds), .int64(Int64(limit))]))
-            guard !due.isEmpty else { return [] }
+            guard !due.isEmpty else { return ClaimBatch(claimed: [], decided: []) }
             let ids = Set(due.map(\.notificationId))
             let r = try w.connection.query("""
                 SELECT \(PostgresDeliveryRows.notificationColumns) FROM registry_notifications WHERE id = ANY($1::uuid[])
@@ -151,10 +151,16 @@ extension PostgresRegistryStore: DeliveryStore {
             let writes = PostgresDeliveryWrites(connection: w.connection)
             try writes.save(changed)
             let after = try writes.move(moves)
-            return zip(changed, tokens).compactMap { delivery, token in
-                guard let token, let notification = after[delivery.notificationId] else { return nil }
-                return ClaimedDelivery(delivery: delivery, token: token, notification: notification)
+            var batch = ClaimBatch(claimed: [], decided: [])
+            for (delivery, token) in zip(changed, tokens) {
+                if let token {
+                    guard let notification = after[delivery.notificationId] else { continue }
+                    batch.claimed.append(ClaimedDelivery(delivery: delivery, token: token, notification: notification))
+                } else {
+                    batch.decided.append(delivery)
+                }
             }
+            return batch
         }
     }
 
