@@ -20,6 +20,10 @@ public final class DeliverySender: Service {
         public var maxInFlight = 4000
         /// Deliveries claimed per transaction, at most.
         public var claimBatch = 1000
+        /// Activity tokens resolved per page of a notification still being
+        /// expanded (one transaction each), and such notifications taken per turn.
+        public var expansionPageSize = NotificationIntake.defaultPageSize
+        public var expansionsPerTurn = 8
         /// How often an idle sender looks for due deliveries (an accepted
         /// notification wakes it at once; another node's does not).
         public var pollInterval: Duration = .milliseconds(250)
@@ -91,6 +95,7 @@ public final class DeliverySender: Service {
         var maintenance = Maintenance(now: ContinuousClock.now)
         await withTaskGroup(of: Void.self) { group in
             while !isStopping {
+                let expanded = await expandPending()
                 let wanted = min(configuration.maxInFlight - inFlight.load(ordering: .relaxed), configuration.claimBatch)
                 var claimed: [ClaimedDelivery] = []
                 var taken = 0
@@ -114,13 +119,41 @@ public final class DeliverySender: Service {
                 }
                 await maintenance.run(self)
                 // Fewer than asked for: nothing more is due (or there is no room), so wait for a wake-up.
-                if taken < wanted {
+                if taken < wanted && expanded == 0 {
                     await wake.wait(upTo: configuration.pollInterval)
                 }
             }
             await group.waitForAll()
         }
         await settlements.flush()
+    }
+
+    /// Adds one page of deliveries to each of a few notifications whose
+    /// activity is still being resolved (oldest first); how many pages it
+    /// added. A page another node added first, or a notification cancelled
+    /// meanwhile, is dropped by the store and adds nothing.
+    private func expandPending() async -> Int {
+        let pending: [NotificationRecord]
+        do {
+            pending = try await store.pendingExpansions(limit: configuration.expansionsPerTurn)
+        } catch {
+            observer.senderError("read notifications to expand", error)
+            return 0
+        }
+        var added = 0
+        for notification in pending {
+            guard let expansion = notification.expansion else { continue }
+            do {
+                let page = try await NotificationIntake.activityPage(registry, activity: expansion.activityId, appId: notification.appId,
+                                                                     cursor: expansion.cursor, limit: configuration.expansionPageSize)
+                let deliveries = notification.deliveries(for: page.tokens, from: 0, capabilities: providers.capabilities,
+                                                         now: clock.now())
+                if try await store.expand(notification.id, from: expansion.cursor, adding: deliveries, next: page.next) { added += 1 }
+            } catch {
+                observer.senderError("expand notification \(notification.id)", error)
+            }
+        }
+        return added
     }
 
     func abandon(claimedBefore cutoff: Timestamp) async {

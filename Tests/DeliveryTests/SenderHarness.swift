@@ -102,7 +102,7 @@ final class SenderHarness: Stoppable, @unchecked Sendable {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let notification = try await store.notification(id: id)!
-            if notification.counts.isFinished || Date() > deadline {
+            if notification.isFinished || Date() > deadline {
                 return (notification, try await store.deliveries(notificationId: id, from: 0, limit: 1000))
             }
             try await Task.sleep(for: .milliseconds(20))

@@ -185,7 +185,8 @@ import TokenSealing
         let urgent = try await f.notify(.user("c"), priority: 10).record.id
         let admin = try f.databaseConnection(); defer { admin.close() }
         for statement in ["DELETE FROM schema_migrations WHERE version = 6", "DROP INDEX registry_deliveries_due",
-                          "DROP INDEX registry_notifications_unfinished",
+                          "DROP INDEX registry_notifications_unfinished", "DROP INDEX registry_notifications_expanding",
+                          "ALTER TABLE registry_notifications DROP COLUMN expand_activity, DROP COLUMN expand_cursor",
                           "ALTER TABLE registry_deliveries DROP COLUMN priority, DROP COLUMN apns_unique_id",
                           "CREATE INDEX registry_deliveries_due ON registry_deliveries (not_before, notification_id, idx) WHERE state = 'queued'"] {
             try admin.query(statement)

@@ -53,13 +53,15 @@ enum DeliveryServing {
     }
 
     /// Polls `GET /internal/v1/notifications/{id}` (every 100 ms, up to
-    /// `seconds`) until none of its deliveries is queued or sending; its last counts.
+    /// `seconds`) until it is resolved and none of its deliveries is queued
+    /// or sending; its last counts.
     static func settled(_ id: String, port: Int, key: String, seconds: Double) async throws -> [String: Int] {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let (status, text) = try await Registryd.request("GET", port, "/internal/v1/notifications/\(id)?limit=1", bearer: key)
             let counts = counts(object(text))
-            if status == 200, counts["queued"] == 0, counts["sending"] == 0 { return counts }
+            let resolving = (object(text)["notification"] as? [String: Any])?["resolving"] as? Bool ?? true
+            if status == 200, !resolving, counts["queued"] == 0, counts["sending"] == 0 { return counts }
             guard Date() < deadline else {
                 throw Registryd.Failure(description: "notification \(id) not settled after \(seconds) s: \(status) \(text)")
             }

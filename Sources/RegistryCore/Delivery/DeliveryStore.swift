@@ -28,8 +28,22 @@ public protocol DeliveryStore: Sendable {
 
     /// Cancels the notification: every `queued` delivery becomes
     /// `cancelled`, and so does any later retry of one in flight now
-    /// (`settle`, `claim`); `nil` when there is no such notification.
+    /// (`settle`, `claim`); an activity still being resolved gets no more
+    /// deliveries. `nil` when there is no such notification.
     func cancel(notificationId: String) async throws -> NotificationRecord?
+
+    /// Up to `limit` notifications whose activity is still being resolved
+    /// (`expansion` set), oldest first.
+    func pendingExpansions(limit: Int) async throws -> [NotificationRecord]
+
+    /// Adds the next page of an activity's deliveries to notification
+    /// `notificationId`, in one transaction, when its expansion still
+    /// stands at `cursor` (another node, or a cancel, may have moved it:
+    /// then nothing is written and this returns `false`). The deliveries
+    /// are numbered after those the notification holds, whatever their
+    /// `index` says; `next` is the cursor after this page (`nil`: the
+    /// activity is resolved).
+    func expand(_ notificationId: String, from cursor: String, adding deliveries: [DeliveryRecord], next: String?) async throws -> Bool
 
     /// Claims up to `limit` due `queued` deliveries (by priority, 10 before 5 before 1, then oldest due first): each
     /// becomes `sending` with the holder's token as it is now. On the way,

@@ -18,6 +18,13 @@ public struct NotificationRecord: Sendable, Hashable {
     /// `DELETE` was called: no request for it starts any more (a retry
     /// becomes `cancelled`, a follow-up request within a claim is not sent).
     public var cancelled: Bool
+    /// An activity target still being resolved, page by page after the
+    /// accept (`nil` once every token has its delivery): the sender adds
+    /// each page's deliveries (`DeliveryStore.expand`).
+    public var expansion: NotificationExpansion?
+
+    /// No delivery is waiting or in flight, and none is still to be made.
+    public var isFinished: Bool { counts.isFinished && expansion == nil }
 
     public init(id: String, createdAt: Timestamp, request: NotificationRequest, counts: DeliveryCounts) {
         self.init(id: id, createdAt: createdAt, appId: request.appId, pushType: request.pushType, payload: request.payload,
@@ -29,7 +36,7 @@ public struct NotificationRecord: Sendable, Hashable {
 
     package init(id: String, createdAt: Timestamp, appId: String, pushType: PushType, payload: [UInt8]?, fcm: [UInt8]?, priority: Int,
                  expiration: Timestamp, collapseId: String?, idempotencyKey: String?, digest: [UInt8], counts: DeliveryCounts,
-                 cancelled: Bool = false) {
+                 cancelled: Bool = false, expansion: NotificationExpansion? = nil) {
         self.id = id
         self.createdAt = createdAt
         self.appId = appId
@@ -43,6 +50,20 @@ public struct NotificationRecord: Sendable, Hashable {
         self.digest = digest
         self.counts = counts
         self.cancelled = cancelled
+        self.expansion = expansion
+    }
+}
+
+/// Where the resolution of an activity target stands: the activity, and
+/// the cursor of its next page of tokens (the registry's own
+/// `activityTokens` cursor).
+public struct NotificationExpansion: Sendable, Hashable {
+    public var activityId: String
+    public var cursor: String
+
+    public init(activityId: String, cursor: String) {
+        self.activityId = activityId
+        self.cursor = cursor
     }
 }
 

@@ -61,9 +61,6 @@ public struct NotificationRequest: Sendable, Hashable {
     /// APNs' payload limit, in bytes, as sent; the registry holds FCM's
     /// message members to the same.
     public static let maxPayloadBytes = 4096
-    /// The most deliveries one notification may hold: a larger fan-out is
-    /// refused rather than accepted in one enormous transaction.
-    public static let maxDeliveries = 100_000
     public static let maxCollapseIdBytes = 64
     public static let maxIdempotencyKeyBytes = 64
     public static let maxUserIds = 1000

@@ -112,6 +112,8 @@ extension RegistryApplication {
         w.member("createdAt", n.createdAt)
         w.member("appId", n.appId)
         w.member("pushType", n.pushType.rawValue)
+        // An activity's tokens are still being read, page by page: the counts will grow.
+        w.member("resolving", n.expansion != nil)
         w.key("counts")
         w.beginObject()
         for state in DeliveryState.allCases {

@@ -13,7 +13,8 @@ import RegistryCore
 /// | delivery.due | priority rank (1 byte: 10 → 0), when due (8 bytes, big-endian ms), id, index | empty: `queued` deliveries |
 /// | delivery.sending | when claimed (8 bytes), id, index | empty: `sending` deliveries |
 /// | delivery.byCreation | created (8 bytes), id | empty: what the sweep walks |
-/// | delivery.idempotency | idempotency key | id, created (8 bytes) |
+/// | delivery.idempotency | app, 0x1F, idempotency key | id, created (8 bytes) |
+/// | delivery.expanding | created (8 bytes), id | empty: notifications whose activity is still being resolved |
 struct DeliverySchema: Sendable {
     let notifications: Database
     let items: Database
@@ -21,6 +22,7 @@ struct DeliverySchema: Sendable {
     let sending: Database
     let byCreation: Database
     let idempotency: Database
+    let expanding: Database
 
     init(_ env: Environment) throws {
         notifications = try env.openDatabase("delivery.notifications")
@@ -29,6 +31,7 @@ struct DeliverySchema: Sendable {
         sending = try env.openDatabase("delivery.sending")
         byCreation = try env.openDatabase("delivery.byCreation")
         idempotency = try env.openDatabase("delivery.idempotency")
+        expanding = try env.openDatabase("delivery.expanding")
     }
 }
 

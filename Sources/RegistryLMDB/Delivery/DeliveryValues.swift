@@ -3,7 +3,7 @@ import RegistryCore
 /// Stored encodings of the delivery queue (`ByteWriter`/`ByteReader`).
 /// Version 2 added a notification's FCM body (and made its APNs payload
 /// optional) and a delivery's message id; version 3 a notification's
-/// cancelled flag. Older values are read as they are (no payload flag, no
+/// cancelled flag and the expansion of its activity target. Older values are read as they are (no payload flag, no
 /// FCM body, no message id, not cancelled), so an existing data directory
 /// needs no migration step.
 extension NotificationRecord {
@@ -21,6 +21,8 @@ extension NotificationRecord {
         w.blob(digest)
         for count in counts.values { w.varint(UInt64(count)) }
         w.byte(cancelled ? 1 : 0)
+        w.optional(expansion?.activityId)
+        if let expansion { w.string(expansion.cursor) }
         return w.bytes
     }
 
@@ -44,11 +46,16 @@ extension NotificationRecord {
         let digest = Array(try r.blob())
         var counts = DeliveryCounts()
         for state in DeliveryState.allCases { counts[state] = Int(try r.varint()) }
-        let cancelled = r.version >= 3 ? try r.byte() == 1 : false
+        var cancelled = false
+        var expansion: NotificationExpansion?
+        if r.version >= 3 {
+            cancelled = try r.byte() == 1
+            if let activity = try r.optionalString() { expansion = NotificationExpansion(activityId: activity, cursor: try r.string()) }
+        }
         try r.finish()
         self.init(id: id, createdAt: createdAt, appId: appId, pushType: pushType, payload: payload, fcm: fcm, priority: priority,
                   expiration: expiration, collapseId: collapseId, idempotencyKey: idempotencyKey, digest: digest, counts: counts,
-                  cancelled: cancelled)
+                  cancelled: cancelled, expansion: expansion)
     }
 }
 

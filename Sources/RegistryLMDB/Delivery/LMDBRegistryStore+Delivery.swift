@@ -23,6 +23,7 @@ extension LMDBRegistryStore: DeliveryStore {
                 }
             }
             try w.txn.put([], for: DeliveryKey.timed(notification.createdAt, id), in: d.byCreation)
+            if notification.expansion != nil { try w.txn.put([], for: DeliveryKey.timed(notification.createdAt, id), in: d.expanding) }
             if let key = notification.scopedIdempotencyKey {
                 try w.txn.put(id + BigEndian.bytes(UInt64(bitPattern: notification.createdAt.milliseconds), count: 8),
                               for: Array(key.utf8), in: d.idempotency)
@@ -91,8 +92,53 @@ extension LMDBRegistryStore: DeliveryStore {
                 try w.txn.put(delivery.encoded(), for: key, in: d.items)
             }
             notification.cancelled = true
+            if notification.expansion != nil {
+                notification.expansion = nil
+                _ = try w.txn.delete(DeliveryKey.timed(notification.createdAt, id), in: d.expanding)
+            }
             try w.txn.put(notification.encoded(), for: id, in: d.notifications)
             return notification
+        }
+    }
+
+    public func pendingExpansions(limit: Int) async throws -> [NotificationRecord] {
+        guard limit > 0 else { return [] }
+        let d = deliverySchema
+        return try reading { read in
+            var found: [NotificationRecord] = []
+            try read.txn.scan(d.expanding) { key, _ in
+                if let notification = try Self.notification(read.txn, d, DeliveryKey.item(inTimed: key)) { found.append(notification) }
+                return found.count < limit
+            }
+            return found
+        }
+    }
+
+    public func expand(_ notificationId: String, from cursor: String, adding deliveries: [DeliveryRecord],
+                       next: String?) async throws -> Bool {
+        guard let id = DeliveryKey.id(notificationId) else { return false }
+        let d = deliverySchema
+        return try await writing { w in
+            guard var notification = try Self.notification(w.txn, d, id), let expansion = notification.expansion,
+                  expansion.cursor == cursor, !notification.cancelled else { return false }
+            let first = UInt32(notification.counts.total)
+            for (offset, var delivery) in deliveries.enumerated() {
+                delivery.index = first + UInt32(offset)
+                let item = DeliveryKey.item(id, delivery.index)
+                try w.txn.put(delivery.encoded(), for: item, in: d.items)
+                if delivery.state == .queued {
+                    try w.txn.put([], for: DeliveryKey.due(notification.priority, delivery.notBefore, item), in: d.due)
+                }
+                notification.counts.move(from: nil, to: delivery.state)
+            }
+            if let next {
+                notification.expansion?.cursor = next
+            } else {
+                notification.expansion = nil
+                _ = try w.txn.delete(DeliveryKey.timed(notification.createdAt, id), in: d.expanding)
+            }
+            try w.txn.put(notification.encoded(), for: id, in: d.notifications)
+            return true
         }
     }
 
@@ -196,7 +242,7 @@ extension LMDBRegistryStore: DeliveryStore {
             try w.txn.scan(d.byCreation) { key, _ in
                 guard DeliveryKey.time(of: key) < cutoff else { return false }
                 let notification = try Self.notification(w.txn, d, DeliveryKey.item(inTimed: key))
-                if notification?.counts.isFinished ?? true { candidates.append((key, notification)) }
+                if notification?.isFinished ?? true { candidates.append((key, notification)) }
                 return candidates.count < 64
             }
             var swept = 0

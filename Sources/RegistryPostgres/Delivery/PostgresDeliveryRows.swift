@@ -15,7 +15,8 @@ enum PostgresDeliveryRows {
 
     /// The notification columns, in the order `notification` reads them.
     static let notificationColumns = (["id::text", "created_at", "app_id", "push_type", "payload", "priority", "expiration",
-                                       "collapse_id", "idempotency_key", "digest"] + countColumnNames + ["fcm", "cancelled_at"])
+                                       "collapse_id", "idempotency_key", "digest"] + countColumnNames + ["fcm", "cancelled_at",
+                                                                                    "expand_activity", "expand_cursor"])
         .joined(separator: ", ")
 
     /// `notificationColumns` of a table alias.
@@ -37,15 +38,22 @@ enum PostgresDeliveryRows {
             fcm: try r.bytes(row, column + 10 + DeliveryState.allCases.count), priority: Int(try r.int64(row, column + 5) ?? 0), expiration: try timestamp(r, row, column + 6),
             collapseId: try r.string(row, column + 7), idempotencyKey: try r.string(row, column + 8),
             digest: try r.bytes(row, column + 9) ?? [], counts: counts,
-            cancelled: !r.isNull(row, column + 11 + DeliveryState.allCases.count))
+            cancelled: !r.isNull(row, column + 11 + DeliveryState.allCases.count),
+            expansion: try expansion(r, row, column + 12 + DeliveryState.allCases.count))
     }
 
-    /// The parameters of `INSERT INTO registry_notifications` in `notificationColumns` order.
+    private static func expansion(_ r: PostgresResult, _ row: Int, _ column: Int) throws -> NotificationExpansion? {
+        guard let activity = try r.string(row, column), let cursor = try r.string(row, column + 1) else { return nil }
+        return NotificationExpansion(activityId: activity, cursor: cursor)
+    }
+
+    /// The parameters of `INSERT INTO registry_notifications` (`PostgresDeliveryWrites.insert`).
     static func notificationParameters(_ n: NotificationRecord, id: String) -> [PostgresValue?] {
         [.text(id), .int64(n.createdAt.milliseconds), .text(n.appId), .text(n.pushType.rawValue), n.payload.map { .bytea($0) },
          .int64(Int64(n.priority)), .int64(n.expiration.milliseconds), n.collapseId.map { .text($0) },
          n.idempotencyKey.map { .text($0) }, .bytea(n.digest)]
             + DeliveryState.allCases.map { .int64(Int64(n.counts[$0])) } + [n.fcm.map { .bytea($0) }]
+            + [n.expansion.map { .text($0.activityId) }, n.expansion.map { .text($0.cursor) }]
     }
 
     /// The delivery columns, in the order `delivery` reads them.

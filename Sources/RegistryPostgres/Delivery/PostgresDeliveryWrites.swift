@@ -15,7 +15,8 @@ struct PostgresDeliveryWrites {
         let parameters = PostgresDeliveryRows.notificationParameters(notification, id: id)
         try connection.query("""
             INSERT INTO registry_notifications (id, created_at, app_id, push_type, payload, priority, expiration,
-                collapse_id, idempotency_key, digest, \(PostgresDeliveryRows.countColumnNames.joined(separator: ", ")), fcm)
+                collapse_id, idempotency_key, digest, \(PostgresDeliveryRows.countColumnNames.joined(separator: ", ")), fcm,
+                expand_activity, expand_cursor)
             VALUES (\((1...parameters.count).map { "$\($0)" }.joined(separator: ", ")))
             """, parameters)
     }

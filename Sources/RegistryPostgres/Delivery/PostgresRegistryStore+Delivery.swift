@@ -105,11 +105,52 @@ extension PostgresRegistryStore: DeliveryStore {
                 )
                 UPDATE registry_notifications SET count_queued = count_queued - (SELECT count(*) FROM cancelled),
                     count_cancelled = count_cancelled + (SELECT count(*) FROM cancelled),
-                    cancelled_at = coalesce(cancelled_at, $2)
+                    cancelled_at = coalesce(cancelled_at, $2), expand_activity = NULL, expand_cursor = NULL
                 WHERE id = $1
                 RETURNING \(PostgresDeliveryRows.notificationColumns)
                 """, [.text(id), .int64(w.now.milliseconds)])
             return r.rowCount == 1 ? try PostgresDeliveryRows.notification(r, 0, from: 0) : nil
+        }
+    }
+
+    public func pendingExpansions(limit: Int) async throws -> [NotificationRecord] {
+        guard limit > 0 else { return [] }
+        return try await deliveryReading { connection in
+            let r = try connection.query("""
+                SELECT \(PostgresDeliveryRows.notificationColumns) FROM registry_notifications
+                WHERE expand_cursor IS NOT NULL ORDER BY created_at LIMIT $1
+                """, [.int64(Int64(limit))])
+            return try (0..<r.rowCount).map { try PostgresDeliveryRows.notification(r, $0, from: 0) }
+        }
+    }
+
+    /// The notification row locked first: two nodes expanding the same
+    /// page take turns, and the second finds the cursor moved.
+    public func expand(_ notificationId: String, from cursor: String, adding deliveries: [DeliveryRecord],
+                       next: String?) async throws -> Bool {
+        guard let id = PostgresDeliveryRows.uuid(notificationId) else { return false }
+        return try await deliveryWriting { w in
+            let r = try w.connection.query("""
+                SELECT \(PostgresDeliveryRows.notificationColumns) FROM registry_notifications WHERE id = $1 FOR NO KEY UPDATE
+                """, [.text(id)])
+            guard r.rowCount == 1 else { return false }
+            let notification = try PostgresDeliveryRows.notification(r, 0, from: 0)
+            guard notification.expansion?.cursor == cursor, !notification.cancelled else { return false }
+            let first = UInt32(notification.counts.total)
+            var numbered = deliveries
+            var counts = DeliveryCounts()
+            for offset in numbered.indices {
+                numbered[offset].index = first + UInt32(offset)
+                counts.move(from: nil, to: numbered[offset].state)
+            }
+            let writes = PostgresDeliveryWrites(connection: w.connection)
+            try writes.insert(numbered, notificationId: id, priority: notification.priority)
+            try w.connection.query("""
+                UPDATE registry_notifications SET expand_activity = CASE WHEN $2::text IS NULL THEN NULL ELSE expand_activity END,
+                    expand_cursor = $2 WHERE id = $1
+                """, [.text(id), next.map { .text($0) }])
+            try writes.move([id: counts])
+            return true
         }
     }
 
@@ -236,7 +277,7 @@ extension PostgresRegistryStore: DeliveryStore {
                 WITH gone AS (
                     DELETE FROM registry_notifications WHERE id IN (
                         SELECT id FROM registry_notifications
-                        WHERE created_at < $1 AND count_queued = 0 AND count_sending = 0
+                        WHERE created_at < $1 AND count_queued = 0 AND count_sending = 0 AND expand_cursor IS NULL
                         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
                     RETURNING id, app_id, idempotency_key
                 ), items AS (

@@ -175,7 +175,8 @@ enum PostgresSchema {
         // the due index is in claim order (priority, then when due). The
         // APNs sandbox's delivery-log id (`apns-unique-id`) has a column.
         // The unfinished notifications are indexed, so the queue's size
-        // (`--max-queued-deliveries`) is a sum over them.
+        // (`--max-queued-deliveries`) is a sum over them. An activity target
+        // is resolved page by page after the accept: where it stands.
         PostgresMigration(version: 6, sql: """
             ALTER TABLE registry_deliveries ADD COLUMN priority smallint NOT NULL DEFAULT 10;
             UPDATE registry_deliveries d SET priority = n.priority FROM registry_notifications n
@@ -186,6 +187,8 @@ enum PostgresSchema {
             ALTER TABLE registry_deliveries ADD COLUMN apns_unique_id text;
             CREATE INDEX registry_notifications_unfinished ON registry_notifications (id)
                 WHERE count_queued > 0 OR count_sending > 0;
+            ALTER TABLE registry_notifications ADD COLUMN expand_activity text COLLATE "C", ADD COLUMN expand_cursor text;
+            CREATE INDEX registry_notifications_expanding ON registry_notifications (created_at) WHERE expand_cursor IS NOT NULL;
             """),
     ], lockKey: PostgresConnection.advisoryKey("registryd.schema_migrations"))
 
