@@ -86,12 +86,13 @@ final class SenderHarness: Stoppable, @unchecked Sendable {
     /// capabilities): `payload` for APNs tokens, `fcm` for FCM ones.
     func notify(_ target: NotificationTarget, pushType: PushType = .alert, collapseId: String? = nil,
                 expiration: Timestamp? = nil, appId: String = "default", payload: String? = apnsPayload,
-                fcm: String? = nil) async throws -> NotificationRecord {
+                fcm: String? = nil, pageSize: Int = NotificationIntake.defaultPageSize) async throws -> NotificationRecord {
         let request = NotificationRequest(target: target, appId: appId, pushType: pushType,
                                           payload: payload.map { Array($0.utf8) }, fcm: fcm.map { Array($0.utf8) }, priority: 10,
                                           expiration: expiration ?? fixture.clock.now().adding(seconds: 3600),
                                           collapseId: collapseId, idempotencyKey: nil, digest: [])
-        let intake = NotificationIntake(registry: store, deliveries: store, clock: fixture.clock, capabilities: capabilities)
+        let intake = NotificationIntake(registry: store, deliveries: store, clock: fixture.clock, capabilities: capabilities,
+                                        pageSize: pageSize)
         guard case .accepted(let notification) = try await intake.accept(request) else { throw TestFailure("not accepted") }
         sender?.notify()
         return notification

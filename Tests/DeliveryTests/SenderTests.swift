@@ -92,6 +92,22 @@ import Testing
         }
     }
 
+    /// An activity larger than a page: the sender reads the rest page by
+    /// page and every holder gets exactly one request.
+    @Test func anActivityLargerThanAPageReachesEveryHolderOnce() async throws {
+        try await withHarness { h in
+            for n in 1...7 { try await h.store.registerActivity("m9", "u\(n)", "d", token: 200 + n) }
+            try h.startSender { $0.expansionPageSize = 2 }
+            let accepted = try await h.notify(.activity("m9"), pushType: .liveactivity, pageSize: 2)
+            #expect(accepted.expansion != nil && accepted.counts[.queued] == 2)
+            let (notification, deliveries) = try await h.settled(accepted.id)
+            #expect(notification.expansion == nil && notification.counts[.delivered] == 7, "\(notification.counts)")
+            #expect(deliveries.map(\.index) == Array(0..<7))
+            let log = try await h.fake.log(count: 7)
+            #expect(Set(log.compactMap { $0["token"] }).count == 7 && log.count == 7)
+        }
+    }
+
     @Test func cancelledAndSignedOutDeliveriesAreNeverSent() async throws {
         try await withHarness { h in
             try await h.store.registerDevice(DeviceRegistration(userId: "dan", deviceId: "a", pushToken: .set(apnsToken(1))))
