@@ -4,20 +4,26 @@ import JSON
 /// APNs's provider API over the shared HTTP/2 transport: `POST
 /// /3/device/{token}` on each environment's host, one long-lived connection
 /// per environment (or `connectionsPerHost`) with many streams in flight.
-/// Every request carries the current provider token (`ProviderTokens`),
-/// read when its stream starts. Results keep `HTTP2Result`'s at-most-once
-/// kinds; the caller decides what to retry.
+/// Every request carries the current provider token of its host's key
+/// (`ProviderTokens`), read when its stream starts. Results keep
+/// `HTTP2Result`'s at-most-once kinds; the caller decides what to retry.
 public final class APNsClient: Sendable {
     public var name: String { http.name }
     let configuration: APNsClientConfiguration
-    let tokens: ProviderTokens
+    /// The provider tokens of each host's key.
+    private let tokens: [APNsHost: ProviderTokens]
     let http: HTTP2Client
     /// `https://host:port` per environment.
     private let origins: [APNsHost: String]
 
     /// Checks the configuration: both base URLs `https://` with a host, the
     /// CA file readable, positive limits, a libcurl with HTTP/2.
-    public init(configuration: APNsClientConfiguration, tokens: ProviderTokens) throws(APNsClientError) {
+    /// - Parameter sandboxTokens: those of a key of its own for the sandbox
+    ///   host (`--apns-sandbox-key-file`: a key that production refuses as
+    ///   `BadEnvironmentKeyInToken`, or the other way round); `tokens` serve
+    ///   both hosts without one.
+    public init(configuration: APNsClientConfiguration, tokens: ProviderTokens,
+                sandboxTokens: ProviderTokens? = nil) throws(APNsClientError) {
         for host in APNsHost.allCases {
             let url = configuration.baseURL(host)
             if let problem = HTTP2Client.problem(withOrigin: url) {
@@ -30,10 +36,19 @@ public final class APNsClient: Sendable {
             throw APNsClientError(message: error.message)
         }
         self.configuration = configuration
-        self.tokens = tokens
+        self.tokens = [.production: tokens, .sandbox: sandboxTokens ?? tokens]
         origins = Dictionary(uniqueKeysWithValues: APNsHost.allCases.map { host in
             (host, HTTP2Client.trimmedOrigin(configuration.baseURL(host)))
         })
+    }
+
+    /// The provider tokens requests to `host` carry.
+    public func tokens(for host: APNsHost) -> ProviderTokens { tokens[host]! }
+
+    /// How many times a provider token was renewed, over every key.
+    public var credentialRenewals: Int {
+        let production = tokens[.production]!, sandbox = tokens[.sandbox]!
+        return production.renewals + (sandbox === production ? 0 : sandbox.renewals)
     }
 
     /// Starts the transport's thread. Only the first call does anything, and none after `stop`.
@@ -49,7 +64,7 @@ public final class APNsClient: Sendable {
     /// Sends `request`, awaiting APNs's answer.
     public func send(_ request: APNsRequest) async -> APNsResult {
         if let invalidity = request.invalidity { return .notSent("invalid request: \(invalidity)") }
-        let tokens = tokens
+        let hostTokens = tokens(for: request.host)
         var headers = [
             "apns-topic: \(request.topic)",
             "apns-push-type: \(request.pushType)",
@@ -59,7 +74,7 @@ public final class APNsClient: Sendable {
         ]
         if let collapseId = request.collapseId { headers.append("apns-collapse-id: \(collapseId)") }
         let http = HTTP2Request(origin: origins[request.host]!, path: "/3/device/" + request.deviceToken, headers: headers,
-                                authorization: { "bearer " + tokens.current() }, body: request.payload,
+                                authorization: { "bearer " + hostTokens.current() }, body: request.payload,
                                 responseHeaders: APNsAnswer.keptHeaders)
         return APNsResult(await self.http.send(http))
     }
@@ -70,6 +85,7 @@ extension APNsResult {
         switch result {
         case .answered(let response): self = .answered(APNsAnswer(response))
         case .notSent(let why): self = .notSent(why)
+        case .refused(let why): self = .refused(why)
         case .uncertain(let why): self = .uncertain(why)
         }
     }
@@ -77,14 +93,14 @@ extension APNsResult {
 
 extension APNsAnswer {
     /// The answer headers APNs's rules read.
-    static let keptHeaders: Set<String> = ["apns-id", "retry-after"]
+    static let keptHeaders: Set<String> = ["apns-id", "retry-after", "apns-unique-id"]
 
     init(_ response: HTTP2Response) {
         let (reason, timestamp) = Self.parseError(response.body)
         let token = response.authorization.hasPrefix("bearer ") ? String(response.authorization.dropFirst(7)) : response.authorization
         self.init(status: response.status, apnsId: response.headers["apns-id"], reason: reason, timestamp: timestamp,
                   retryAfter: response.headers["retry-after"].flatMap { Int($0) }, latency: response.latency,
-                  providerToken: token)
+                  providerToken: token, uniqueId: response.headers["apns-unique-id"])
     }
 
     /// `reason` and `timestamp` of an APNs error body `{"reason": …, "timestamp": …}`.

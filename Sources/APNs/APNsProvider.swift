@@ -3,23 +3,22 @@ import RegistryCore
 /// APNs behind the delivery seam: each claimed delivery becomes `POST
 /// /3/device/{token}` on its environment's host with the notification's
 /// payload and headers, and APNs's answers become outcomes by
-/// `APNsAttempt`'s rules.
+/// `APNsAttempt`'s rules. The provider tokens are the client's, one key
+/// per host.
 public final class APNsProvider: DeliveryProvider {
     public let platform = Platform.apns
     let client: APNsClient
-    let tokens: ProviderTokens
     /// appId → APNs topic (bundle id).
     let topics: [String: String]
 
-    public init(client: APNsClient, tokens: ProviderTokens, topics: [String: String]) {
+    public init(client: APNsClient, topics: [String: String]) {
         self.client = client
-        self.tokens = tokens
         self.topics = topics
     }
 
     public var appIds: Set<String> { Set(topics.keys) }
 
-    public var credentialRenewals: Int { tokens.renewals }
+    public var credentialRenewals: Int { client.credentialRenewals }
 
     public func start() throws { client.start() }
 
@@ -39,7 +38,8 @@ public final class APNsProvider: DeliveryProvider {
         var attempt = APNsAttempt(storedEnvironment: claimed.delivery.environment)
         var environment = attempt.storedEnvironment
         while true {
-            let request = APNsRequest(deviceToken: claimed.token, host: environment == .production ? .production : .sandbox,
+            let host: APNsHost = environment == .production ? .production : .sandbox
+            let request = APNsRequest(deviceToken: claimed.token, host: host,
                                       topic: topic, pushType: notification.pushType.rawValue, priority: notification.priority,
                                       expiration: notification.expiration.milliseconds / 1000, collapseId: notification.collapseId,
                                       apnsId: claimed.delivery.apnsId, payload: payload)
@@ -57,7 +57,7 @@ public final class APNsProvider: DeliveryProvider {
             case .send(let next):
                 environment = next
             case .renewProviderTokenAndSend(let next):
-                if case .answered(let answered) = result { tokens.expired(answered.providerToken) }
+                if case .answered(let answered) = result { client.tokens(for: host).expired(answered.providerToken) }
                 environment = next
             case .finish:
                 break
@@ -69,7 +69,8 @@ public final class APNsProvider: DeliveryProvider {
         switch result {
         case .answered(let answer):
             observer.providerRequest(.apns, status: answer.status, reason: answer.reason, outcome: "answered", seconds: answer.latency)
-        case .notSent:
+        case .notSent, .refused:
+            // A refused stream was never processed: counted as not sent.
             observer.providerRequest(.apns, status: nil, reason: nil, outcome: "not_sent", seconds: 0)
         case .uncertain:
             observer.providerRequest(.apns, status: nil, reason: nil, outcome: "uncertain", seconds: 0)

@@ -54,3 +54,8 @@ static inline CURLMcode registry_curl_multi_setopt_long(CURLM *multi, CURLMoptio
 static inline curl_version_info_data *registry_curl_version(void) {
     return curl_version_info(CURLVERSION_NOW);
 }
+
+/* CURLOPT_PREREQFUNCTION: called once a request has its connection and stream, just before it is sent. */
+static inline CURLcode registry_curl_easy_setopt_prereq_callback(CURL *easy, CURLoption option, curl_prereq_callback value) {
+    return curl_easy_setopt(easy, option, value);
+}

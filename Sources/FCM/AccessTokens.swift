@@ -113,7 +113,7 @@ package final class AccessTokens: Sendable {
                                    headers: ["content-type: application/x-www-form-urlencoded", "accept: application/json"],
                                    body: Array(form.utf8))
         switch await http.send(request) {
-        case .notSent(let why), .uncertain(let why):
+        case .notSent(let why), .refused(let why), .uncertain(let why):
             return .failure(.unavailable("token endpoint \(tokenURL.url): \(why)"))
         case .answered(let response):
             return issued(from: response, at: issuedAt)

@@ -86,7 +86,8 @@ public final class FCMProvider: DeliveryProvider {
                                        body: FCMMessage.body(fcm: fcm, token: claimed.token, secondsLeft: secondsLeft),
                                        responseHeaders: ["retry-after"])
             switch await http.send(request) {
-            case .notSent(let why):
+            case .notSent(let why), .refused(let why):
+                // A refused stream was not processed: retried later like a request never written.
                 observer.providerRequest(.fcm, status: nil, reason: nil, outcome: "not_sent", seconds: 0)
                 return attempt.notSent(why)
             case .uncertain(let why):

@@ -5,7 +5,10 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// A CA certificate file (PEM) trusted in addition to the system's
     /// roots, for a proxy or a test server. TLS is always verified.
     public var caFile: String?
-    /// A request unanswered by then has an uncertain outcome.
+    /// A request unanswered this long after its stream was started has an
+    /// uncertain outcome. The time a request waits for a free stream (the
+    /// server's `SETTINGS_MAX_CONCURRENT_STREAMS`) or a connection is not
+    /// counted: the client enforces this itself (see `TransferLoop`).
     public var requestTimeout: Duration
     /// How long connecting (TCP and TLS) may take; at most `requestTimeout`.
     /// A request whose connection was not made in time was never sent.
@@ -14,6 +17,12 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var connectionsPerHost: Int
     /// Streams in flight per connection; more requests wait in memory, unsent.
     public var maxStreamsPerConnection: Int
+    /// A connection idle this long is replaced before it carries another
+    /// request (`CURLOPT_MAXAGE_CONN`); `nil` keeps libcurl's 118 s. An
+    /// idle connection can die unseen (a NAT or load balancer that forgot
+    /// it), and a request written into it ends uncertain; libcurl 7.88
+    /// cannot PING the connections of a multi handle (docs/delivery.md).
+    public var maxIdle: Duration?
     /// The nice value of the client's thread (Linux keeps one per thread):
     /// a server whose own API must stay fast while it sends gives this
     /// thread a higher one, so under CPU contention sending slows rather

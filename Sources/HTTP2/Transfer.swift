@@ -7,10 +7,31 @@ import CCurl
 /// The body goes through a read callback rather than `CURLOPT_POSTFIELDS`
 /// so that the seek callback can refuse to rewind it: libcurl rewinds only
 /// to send a request again, and a request whose body was already handed
-/// over may have reached the server (see `TransferOutcome`).
+/// over may have reached the server, unless its stream was refused (see
+/// `TransferOutcome`).
+///
+/// There is no `CURLOPT_TIMEOUT_MS`: libcurl counts it from
+/// `curl_multi_add_handle`, including the time a request waits inside
+/// libcurl for a free stream, so a request that waited most of it got a
+/// few milliseconds once sent ("Operation timed out after 12 milliseconds"
+/// with a 30 s timeout). The prerequest callback marks when the stream
+/// starts instead, and `TransferLoop` ends a request unanswered
+/// `requestTimeout` after that.
 final class Transfer {
     let easy: UnsafeMutableRawPointer
     private(set) var submission: Submission?
+    /// When the current request's stream was started (libcurl's prerequest
+    /// callback), `nil` while it waits for a connection or a stream.
+    private(set) var sentAt: ContinuousClock.Instant?
+    /// Counts the streams this handle started, request after request (a
+    /// request libcurl resends by itself starts another): `TransferLoop`'s
+    /// deadlines name the stream they were set for.
+    private(set) var streams = 0
+    /// libcurl asked to resend the request after a refused stream.
+    private var refusedResend = false
+    /// Tells `TransferLoop` that a stream started.
+    private let started: (Transfer) -> Void
+    private let configuration: HTTP2ClientConfiguration
     private var authorization = ""
     private var headers: UnsafeMutablePointer<curl_slist>?
     private var payloadOffset = 0
@@ -22,10 +43,21 @@ final class Transfer {
 
     /// A handle with the options every request shares; `nil` when libcurl
     /// cannot make one or refuses an option.
-    init?(configuration: HTTP2ClientConfiguration) {
+    init?(configuration: HTTP2ClientConfiguration, started: @escaping (Transfer) -> Void) {
         guard let easy = curl_easy_init() else { return nil }
         self.easy = easy
+        self.started = started
+        self.configuration = configuration
         errorBuffer.initialize(to: 0)
+        guard configure() else {
+            curl_easy_cleanup(easy)
+            errorBuffer.deallocate()
+            return nil
+        }
+    }
+
+    /// Sets the options every request shares; `false` when libcurl refuses one.
+    private func configure() -> Bool {
         let me = Unmanaged.passUnretained(self).toOpaque()
         let timeout = Self.milliseconds(configuration.requestTimeout)
         var results = [
@@ -34,7 +66,6 @@ final class Transfer {
             registry_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1),
             registry_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1),
             registry_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2),
-            registry_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeout),
             registry_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS,
                                            min(timeout, Self.milliseconds(configuration.connectTimeout))),
             registry_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1),
@@ -51,17 +82,18 @@ final class Transfer {
             registry_curl_easy_setopt_pointer(easy, CURLOPT_READDATA, me),
             registry_curl_easy_setopt_seek_callback(easy, CURLOPT_SEEKFUNCTION, rewindPayload),
             registry_curl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, me),
+            registry_curl_easy_setopt_prereq_callback(easy, CURLOPT_PREREQFUNCTION, streamStarting),
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, me),
         ]
+        if let maxIdle = configuration.maxIdle {
+            results.append(registry_curl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, max(1, Int(maxIdle / .seconds(1)))))
+        }
         if let caFile = configuration.caFile {
             // An extra CA: CAINFO names it, and CAPATH keeps the system's roots trusted.
             results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile))
             results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_CAPATH, "/etc/ssl/certs"))
         }
-        guard results.allSatisfy({ $0 == CURLE_OK }) else {
-            curl_easy_cleanup(easy)
-            errorBuffer.deallocate()
-            return nil
-        }
+        return results.allSatisfy { $0 == CURLE_OK }
     }
 
     deinit {
@@ -76,7 +108,17 @@ final class Transfer {
 
     /// Points the handle at `submission`'s request: its URL, headers and body.
     /// `false` when libcurl refuses one (out of memory).
+    ///
+    /// The handle is reset first: libcurl 7.88 counts the requests it sent
+    /// again by itself ("Connection died, retrying a fresh connect") per
+    /// handle and resets that count only in `curl_easy_reset`
+    /// (lib/transfer.c `Curl_retry_request`, lib/easy.c), so a handle that
+    /// carried five such resends over any number of earlier requests would
+    /// give up on the next ("Connection died, tried 5 times before giving
+    /// up"), a refused stream included.
     func load(_ submission: Submission) -> Bool {
+        curl_easy_reset(easy)
+        guard configure() else { return false }
         let request = submission.request
         self.submission = submission
         authorization = request.authorization?() ?? ""
@@ -112,20 +154,30 @@ final class Transfer {
         guard let submission else { return nil }
         var status = 0
         var pretransfer: curl_off_t = 0
-        var total: curl_off_t = 0
         _ = registry_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         _ = registry_curl_easy_getinfo_off_t(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
-        _ = registry_curl_easy_getinfo_off_t(easy, CURLINFO_TOTAL_TIME_T, &total)
+        let latency = sentAt.map { (ContinuousClock.now - $0) / .seconds(1) } ?? 0
         let result: HTTP2Result
-        switch TransferOutcome.classify(code, status: status, pretransferMicroseconds: Int64(pretransfer)) {
+        switch TransferOutcome.classify(code, status: status, pretransferMicroseconds: Int64(pretransfer),
+                                        refusedResend: refusedResend, message: errorBuffer[0] != 0) {
         case .answered:
-            result = .answered(HTTP2Response(status: status, headers: responseHeaders, body: body,
-                                             latency: Double(total) / 1_000_000, authorization: authorization))
+            result = .answered(HTTP2Response(status: status, headers: responseHeaders, body: body, latency: latency,
+                                             authorization: authorization))
         case .notSent: result = .notSent(describe(code))
+        case .refused:
+            result = .refused("the server refused the stream before processing it (REFUSED_STREAM, or above a GOAWAY's last stream) (curl error \(code.rawValue))")
         case .uncertain: result = .uncertain(describe(code))
         }
         reset()
         return (submission, result)
+    }
+
+    /// Ends a request unanswered `timeout` after its stream started (the
+    /// caller removed the handle from the multi handle): uncertain.
+    func expire(after timeout: Duration) -> (Submission, HTTP2Result)? {
+        guard let submission else { return nil }
+        reset()
+        return (submission, .uncertain("no answer within \(timeout) of sending (the request timeout)"))
     }
 
     /// Ends the request without a result (the client is stopping, or
@@ -141,6 +193,8 @@ final class Transfer {
 
     private func reset() {
         submission = nil
+        sentAt = nil
+        refusedResend = false
         curl_slist_free_all(headers)
         headers = nil
         payloadOffset = 0
@@ -188,8 +242,20 @@ final class Transfer {
     }
 
     /// Rewinding a body not yet handed over is harmless; any other rewind
-    /// is a resend, refused.
-    fileprivate func rewind() -> Bool { payloadOffset == 0 }
+    /// is a resend, refused. libcurl asks for one after a refused stream
+    /// without a message, after a dead connection with one
+    /// (`TransferOutcome`): the empty error buffer marks the refusal.
+    fileprivate func rewind() -> Bool {
+        if payloadOffset == 0 { return true }
+        if errorBuffer[0] == 0 { refusedResend = true }
+        return false
+    }
+
+    fileprivate func streamStarted() {
+        sentAt = ContinuousClock.now
+        streams += 1
+        started(self)
+    }
 }
 
 private func transfer(_ userdata: UnsafeMutableRawPointer?) -> Transfer {
@@ -210,6 +276,11 @@ private let receiveHeader: curl_write_callback = { buffer, size, count, userdata
 
 private let readPayload: curl_read_callback = { buffer, size, count, userdata in
     transfer(userdata).read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+}
+
+private let streamStarting: curl_prereq_callback = { userdata, _, _, _, _ in
+    transfer(userdata).streamStarted()
+    return CURL_PREREQFUNC_OK
 }
 
 private let rewindPayload: curl_seek_callback = { userdata, _, _ in

@@ -4,8 +4,12 @@ import CCurl
 /// what `send` queued, starts as many requests as the in-flight cap allows,
 /// lets libcurl move every transfer along, completes the finished ones and
 /// sleeps in `curl_multi_poll` until a socket is ready, a libcurl timer is
-/// due or `send`/`stop` wakes it. Requests beyond the cap wait in memory,
-/// unsent; easy handles are kept and reused.
+/// due, a request's timeout is or `send`/`stop` wakes it. Requests beyond
+/// the cap wait in memory, unsent; easy handles are kept and reused.
+///
+/// The request timeout is enforced here, counted from when each request's
+/// stream starts (`Transfer`): a request that waits for a stream, because
+/// the server allows fewer than the cap, loses none of its time waiting.
 final class TransferLoop {
     /// The longest sleep in `curl_multi_poll` (libcurl's own timers shorten it).
     private static let pollMilliseconds: Int32 = 1000
@@ -22,12 +26,15 @@ final class TransferLoop {
     private var transfers: [Transfer] = []
     private var idle: [Transfer] = []
     private var taken: [Submission] = []
+    private var deadlines = StreamDeadlines()
+    private let requestTimeout: Duration
 
     init(client: HTTP2Client) {
         self.client = client
         multi = client.multi.multi
         let configuration = client.configuration
         cap = configuration.connectionsPerHost * configuration.maxStreamsPerConnection
+        requestTimeout = configuration.requestTimeout
     }
 
     func run() {
@@ -47,11 +54,13 @@ final class TransferLoop {
             admit()
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
-            let freed = completeFinished()
+            let finished = completeFinished()
+            let freed = expireOverdue() || finished
             if freed && queued.values.contains(where: { !$0.isEmpty }) { continue }
             var timeout = Self.pollMilliseconds
-            if let deadline {
-                let left = (deadline - ContinuousClock.now) / .milliseconds(1)
+            for until in [deadline, deadlines.next()] {
+                guard let until else { continue }
+                let left = (until - ContinuousClock.now) / .milliseconds(1)
                 timeout = Int32(max(1, min(Double(timeout), left.rounded(.up))))
             }
             curl_multi_poll(multi, nil, 0, timeout, nil)
@@ -85,7 +94,9 @@ final class TransferLoop {
     }
 
     private func makeTransfer() -> Transfer? {
-        guard let transfer = Transfer(configuration: client.configuration) else { return nil }
+        guard let transfer = Transfer(configuration: client.configuration, started: { [unowned self] transfer in
+            deadlines.append(transfer, deadline: ContinuousClock.now + requestTimeout)
+        }) else { return nil }
         transfers.append(transfer)
         return transfer
     }
@@ -109,6 +120,20 @@ final class TransferLoop {
             submission.completion(result)
         }
         return any
+    }
+
+    /// Ends every request unanswered `requestTimeout` after its stream
+    /// started (uncertain: it was sent); whether any ended.
+    private func expireOverdue() -> Bool {
+        let due = deadlines.overdue(at: ContinuousClock.now)
+        for transfer in due {
+            curl_multi_remove_handle(multi, transfer.easy)
+            guard let (submission, result) = transfer.expire(after: requestTimeout) else { continue }
+            inFlight[submission.request.origin, default: 0] -= 1
+            idle.append(transfer)
+            submission.completion(result)
+        }
+        return !due.isEmpty
     }
 
     private func refuseQueued() {

@@ -43,14 +43,14 @@ package final class FakeAPNs: Stoppable, @unchecked Sendable {
     package var logFile: String { directory + "/log.jsonl" }
 
     /// Starts the fake with `script` (a JSON object of tokens to answers)
-    /// and waits until it listens.
-    package static func start(script: String) async throws -> FakeAPNs {
+    /// and `options` (e.g. `--max-streams 4`), and waits until it listens.
+    package static func start(script: String, options: [String] = []) async throws -> FakeAPNs {
         guard let shared = await offThePool({ Self.shared }) else { throw TestFailure("fake-apns --make-key failed") }
         let directory = temporaryDirectory()
         try script.write(toFile: directory + "/script.json", atomically: true, encoding: .utf8)
         let (process, ports) = try await FakeProcess.launch(tool, [
             "--cert-dir", shared, "--auth-key", shared + "/apns-key.pub.pem", "--team-id", teamId, "--key-id", keyId, "--topic", topic,
-            "--script", directory + "/script.json", "--log", directory + "/log.jsonl", "--stall-seconds", "30"], readyFile: directory + "/ready.json")
+            "--script", directory + "/script.json", "--log", directory + "/log.jsonl", "--stall-seconds", "30"] + options, readyFile: directory + "/ready.json")
         guard let production = ports["production"]?.exactInt64, let sandbox = ports["sandbox"]?.exactInt64 else {
             await FakeProcess.stop(process)
             throw TestFailure("fake-apns's ready file has no ports")

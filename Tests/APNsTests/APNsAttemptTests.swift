@@ -22,9 +22,29 @@ import Testing
                                notification: NotificationRecord(id: "n", createdAt: now, request: request, counts: DeliveryCounts()))
     }
 
-    static func answer(_ status: Int, _ reason: String? = nil, timestamp: Timestamp? = nil, retryAfter: Duration? = nil) -> APNsResult {
+    static func answer(_ status: Int, _ reason: String? = nil, timestamp: Timestamp? = nil, retryAfter: Duration? = nil,
+                       uniqueId: String? = nil) -> APNsResult {
         .answered(APNsAnswer(status: status, apnsId: nil, reason: reason, timestamp: timestamp?.milliseconds,
-                             retryAfter: retryAfter.map { Int($0.components.seconds) }, latency: 0, providerToken: ""))
+                             retryAfter: retryAfter.map { Int($0.components.seconds) }, latency: 0, providerToken: "",
+                             uniqueId: uniqueId))
+    }
+
+    /// The sandbox's `apns-unique-id` rides on the outcome (the sender does not store it yet).
+    @Test func theUniqueIdRidesOnTheOutcome() {
+        var attempt = APNsAttempt(storedEnvironment: .sandbox)
+        guard case .finish(let outcome) = attempt.next(after: Self.answer(200, uniqueId: "u-1"), apnsId: "id") else {
+            Issue.record("not finished"); return
+        }
+        #expect(outcome.uniqueId == "u-1")
+    }
+
+    /// Three refused streams are sent again within the claim, uncounted;
+    /// a fourth ends the claim as a request never written.
+    @Test func refusedStreamsAreSentAgainThreeTimes() {
+        var attempt = APNsAttempt(storedEnvironment: .production)
+        for _ in 0..<3 { #expect(attempt.next(after: .refused("refused"), apnsId: "id") == .send(.production)) }
+        #expect(attempt.next(after: .refused("refused"), apnsId: "id")
+                    == .finish(ProviderOutcome(.retry(after: nil), reason: "refused", requests: 0, environment: .production)))
     }
 
     /// The settlement a finishing step carries (fails the test otherwise).

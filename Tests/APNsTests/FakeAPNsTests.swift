@@ -28,6 +28,8 @@ struct FakeAPNsTests {
         #expect(busyAnswer.status == 429 && busyAnswer.reason == "TooManyRequests" && busyAnswer.retryAfter == 1)
         guard case .answered(let badAnswer) = await bad else { Issue.record("\(await bad)"); return }
         #expect(badAnswer.status == 400 && badAnswer.reason == "BadDeviceToken")
+        // Only the sandbox gives an apns-unique-id (Apple's delivery log).
+        #expect(answer.uniqueId == nil && badAnswer.uniqueId?.count == 36)
         #expect(badAnswer.providerToken == answer.providerToken)
         let log = try await fake.log(count: 4)
         #expect(log.first { $0["token"] == .string(token("400")) }?["environment"] == .string("sandbox"))
@@ -86,22 +88,35 @@ struct FakeAPNsTests {
         guard case .uncertain(let resetWhy) = await reset else { Issue.record("\(await reset)"); return }
         #expect(resetWhy.contains("curl error 92"))
         guard case .uncertain(let stallWhy) = await stalled else { Issue.record("\(await stalled)"); return }
-        #expect(stallWhy.contains("curl error 28"))
+        #expect(stallWhy.contains("no answer within"))
         await offThePool { client.stop() }
         await fake.stop()
     }
 
-    /// RFC 9113 would allow a retry (the stream is above the GOAWAY's last
-    /// stream), but libcurl reports only a framing error on the closed
-    /// connection, which cannot be told from one that processed it.
-    @Test func goawayBelowTheStreamIsUncertain() async throws {
-        let fake = try await FakeAPNs.start(script: #"{"tokens": {"\#(token("9a"))": [{"action": "goaway"}, {"status": 200}]}}"#)
+    /// RFC 9113 §8.7: a stream refused (RST_STREAM REFUSED_STREAM) or above
+    /// a GOAWAY's last stream was not processed. Alone on its connection or
+    /// among others, with the request body handed over or not, it is
+    /// `refused`, never uncertain.
+    @Test func refusedAndGoawayStreamsAreRefused() async throws {
+        let fake = try await FakeAPNs.start(script: """
+            {"tokens": {"\(token("9a"))": [{"action": "goaway"}, {"status": 200}],
+                        "\(token("9b"))": [{"action": "refuse"}, {"status": 200}],
+                        "\(token("9c"))": [{"status": 200, "delayMs": 300}],
+                        "\(token("9d"))": [{"action": "goaway"}]}}
+            """)
         let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(2)), tokens: fake.tokens())
         client.start()
-        let result = await client.send(request(token("9a")))
-        guard case .uncertain(let why) = result else { Issue.record("\(result)"); return }
-        #expect(why.contains("curl error 16"))
-        #expect(await client.send(request(token("9a"))).status == 200)
+        for (suffix, action) in [("9a", "goaway"), ("9b", "refuse")] {
+            let result = await client.send(request(token(suffix)))
+            guard case .refused = result else { Issue.record("\(action) alone: \(result)"); continue }
+            #expect(await client.send(request(token(suffix))).status == 200)
+        }
+        // A GOAWAY while another stream is in flight below it (which the fake, closing at once, leaves unanswered).
+        async let slow = client.send(request(token("9c")))
+        try await Task.sleep(for: .milliseconds(100))
+        let refused = await client.send(request(token("9d")))
+        guard case .refused = refused else { Issue.record("goaway among others: \(refused)"); return }
+        _ = await slow
         await offThePool { client.stop() }
         await fake.stop()
     }
@@ -117,6 +132,41 @@ struct FakeAPNsTests {
         #expect(ContinuousClock.now - started < .seconds(2))
         #expect(await stalled == .uncertain("stopped"))
         #expect(await client.send(request(token("5b"))) == .notSent("stopping"))
+        await fake.stop()
+    }
+
+    /// `--apns-sandbox-key-file`: the sandbox host's requests carry its key's
+    /// tokens (here another key id, which the fake refuses), production's the main key's.
+    @Test func eachHostCarriesItsOwnKeysTokens() async throws {
+        let fake = try await FakeAPNs.start(script: #"{"tokens": {}}"#)
+        let sandboxTokens = try ProviderTokens(key: ProviderKey(contentsOf: FakeAPNs.shared! + "/apns-key.p8"), teamId: FakeAPNs.teamId,
+                                               keyId: "OTHERKEY12")
+        let client = try APNsClient(configuration: fake.configuration(), tokens: fake.tokens(), sandboxTokens: sandboxTokens)
+        client.start()
+        #expect(await client.send(request(token("e5"))).status == 200)
+        guard case .answered(let answer) = await client.send(request(token("e6"), host: .sandbox)) else { Issue.record("no answer"); return }
+        #expect(answer.status == 403 && answer.reason == "InvalidProviderToken")
+        #expect(client.tokens(for: .sandbox) === sandboxTokens && client.tokens(for: .production) !== sandboxTokens)
+        await offThePool { client.stop() }
+        await fake.stop()
+    }
+
+    /// `--apns-ping-interval`: a connection idle that long is replaced
+    /// before the next request (libcurl counts idle time in whole seconds).
+    @Test func aConnectionIdleForThePingIntervalIsReplaced() async throws {
+        let fake = try await FakeAPNs.start(script: #"{"tokens": {}}"#)
+        var configuration = fake.configuration()
+        configuration.http.maxIdle = .seconds(1)
+        let client = try APNsClient(configuration: configuration, tokens: fake.tokens())
+        client.start()
+        #expect(await client.send(request(token("d1"))).status == 200)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await client.send(request(token("d2"))).status == 200)
+        try await Task.sleep(for: .milliseconds(2300))
+        #expect(await client.send(request(token("d3"))).status == 200)
+        let connections = try await fake.log(count: 3).map { $0["connection"]?.exactInt64 ?? 0 }
+        #expect(connections == [1, 1, 2])
+        await offThePool { client.stop() }
         await fake.stop()
     }
 

@@ -50,7 +50,7 @@ final class SenderHarness: Stoppable, @unchecked Sendable {
         configuration.pollInterval = .milliseconds(50)
         configuration.abandonClaimsAtStart = fixture.isLMDB
         configure(&configuration)
-        var list: [any DeliveryProvider] = [APNsProvider(client: client, tokens: tokens, topics: topics)]
+        var list: [any DeliveryProvider] = [APNsProvider(client: client, topics: topics)]
         if let fakeFCM {
             let account = try ServiceAccount(contentsOf: fakeFCM.serviceAccountFile)
             list.append(try FCMProvider(configuration: FCMConfiguration(fcmURL: fakeFCM.baseURL, tokenURL: fakeFCM.tokenURL,

@@ -23,4 +23,14 @@ import Testing
             #expect(TransferOutcome.classify(code, status: 0, pretransferMicroseconds: 1) == .uncertain, "\(code)")
         }
     }
+
+    /// A resend libcurl asked for after a failure without a message, and a
+    /// `CURLE_HTTP2` without one, are refused streams (`TransferOutcome`).
+    @Test func refusedStreamsAreToldApartByTheirSilence() {
+        #expect(TransferOutcome.classify(CURLE_SEND_FAIL_REWIND, status: 0, pretransferMicroseconds: 5, refusedResend: true) == .refused)
+        #expect(TransferOutcome.classify(CURLE_SEND_FAIL_REWIND, status: 0, pretransferMicroseconds: 5) == .uncertain)
+        #expect(TransferOutcome.classify(CURLE_HTTP2, status: 0, pretransferMicroseconds: 5, message: false) == .refused)
+        #expect(TransferOutcome.classify(CURLE_HTTP2, status: 0, pretransferMicroseconds: 5, message: true) == .uncertain)
+        #expect(TransferOutcome.classify(CURLE_PARTIAL_FILE, status: 0, pretransferMicroseconds: 5, message: false) == .uncertain)
+    }
 }

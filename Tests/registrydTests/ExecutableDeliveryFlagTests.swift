@@ -48,5 +48,11 @@ import Testing
                            "--listen", "127.0.0.1:0"], naming: "--apns-topic")
         try await refused(["--apns-key-file", key] + Self.rest + ["--apns-production-url", "http://127.0.0.1:1"],
                           naming: "--apns-production-url")
+        try await refused(["--apns-key-file", key] + Self.rest + ["--apns-sandbox-key-id", FakeAPNs.keyId],
+                          naming: "--apns-sandbox-key-file")
+        try await refused(["--apns-key-file", key] + Self.rest + ["--apns-sandbox-key-file", key], naming: "--apns-sandbox-key-id")
+        try await refused(["--apns-key-file", key] + Self.rest + ["--apns-sandbox-key-file", "absent.p8", "--apns-sandbox-key-id",
+                           FakeAPNs.keyId], naming: "--apns-sandbox-key-file")
+        try await refused(["--apns-key-file", key] + Self.rest + ["--apns-ping-interval", "0s"], naming: "--apns-ping-interval")
     }
 }

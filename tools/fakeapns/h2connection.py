@@ -18,7 +18,7 @@ What this class does:
   is forgotten, with any answer waiting for it;
 - carries out what was decided (`_carry`):
       an action in `reset_codes`   RST_STREAM with that code ("reset":
-                                   INTERNAL_ERROR; fake-fcm adds "refuse":
+                                   INTERNAL_ERROR; both fakes add "refuse":
                                    REFUSED_STREAM)
       goaway   GOAWAY NO_ERROR (with `goaway_data`) and the last stream id
                below this one, then the connection is closed

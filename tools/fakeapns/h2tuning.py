@@ -12,10 +12,20 @@
   ended), exact or above the truth (a stream the client reset still counts),
   and h2's exact walk runs only when that count reaches the limit and every
   1024 streams (which also drops closed streams from h2's table).
+- a stream opened beyond SETTINGS_MAX_CONCURRENT_STREAMS is refused
+  (RST_STREAM REFUSED_STREAM, a stream error RFC 9113 section 5.1.2 allows
+  and APNs uses) rather than ending the connection as h2 does: a client may
+  open streams before it has read the limit. Its headers are still decoded
+  (HPACK state is the connection's) and its DATA frames are dropped as those
+  of a reset stream.
 """
 import hpack.hpack
 import hpack.huffman_table
 import h2.connection
+import h2.errors
+import h2.exceptions
+import h2.stream
+from hyperframe.frame import RstStreamFrame
 
 HUFFMAN_CACHE_LIMIT = 4096
 _huffman_cache = {}
@@ -58,3 +68,14 @@ class Connection(h2.connection.H2Connection):
             count = self._open_streams(1)
             self.ended = self.opened - 1 - count
         return count
+
+    def _receive_headers_frame(self, frame):
+        try:
+            return super()._receive_headers_frame(frame)
+        except h2.exceptions.TooManyStreamsError:
+            h2.connection._decode_headers(self.decoder, frame.data)
+            self.highest_inbound_stream_id = max(self.highest_inbound_stream_id, frame.stream_id)
+            self._closed_streams[frame.stream_id] = h2.stream.StreamClosedBy.SEND_RST_STREAM
+            refusal = RstStreamFrame(frame.stream_id)
+            refusal.error_code = h2.errors.ErrorCodes.REFUSED_STREAM
+            return [refusal], []

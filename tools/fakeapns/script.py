@@ -12,6 +12,8 @@ repeats. An answer is an object:
     {"status": 400, "reason": "BadDeviceToken"}                 any status/reason
     {"status": 429, "reason": "TooManyRequests", "retryAfter": S}  + retry-after: S
     {"action": "reset"}   read the request, then RST_STREAM INTERNAL_ERROR
+    {"action": "refuse"}  read the request, then RST_STREAM REFUSED_STREAM (not
+                          processed: a client may send it again)
     {"action": "goaway"}  read the request, then GOAWAY (last stream below
                           this one) and close the connection
     {"action": "stall"}   read the request and never answer (for --stall-seconds)
@@ -25,7 +27,7 @@ reading and re-reading is scriptfile.py's, shared with tools/fake-fcm.
 """
 from .scriptfile import ScriptError, ScriptFile, check_list, load_json
 
-ACTIONS = ("reset", "goaway", "stall")
+ACTIONS = ("reset", "refuse", "goaway", "stall")
 ENVIRONMENTS = ("production", "sandbox")
 
 

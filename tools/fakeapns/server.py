@@ -2,7 +2,8 @@
 
 Two listeners on 127.0.0.1, "production" and "sandbox", each TLS with ALPN
 h2 only (a connection that does not pick h2 is closed), each advertising
-SETTINGS_MAX_CONCURRENT_STREAMS 1000 as APNs does, with a 16 MiB connection
+SETTINGS_MAX_CONCURRENT_STREAMS --max-streams (default 1000, as APNs does;
+fewer makes a client wait for stream slots), with a 16 MiB connection
 receive window. Every request is checked, in APNs' order:
 
     :method not POST                         405 MethodNotAllowed
@@ -28,11 +29,14 @@ receive window. Every request is checked, in APNs' order:
 
 then the script's next answer for (environment, token) (script.py), else 200
 with an empty body. Every answer has apns-id (the request's, or a new UUID);
-an error has the body {"reason": "..."} (plus "timestamp" when scripted)
-and content-type application/json.
+the sandbox's also have apns-unique-id (a new UUID each: the id Apple's
+development environment gives for its delivery log); an error has the body
+{"reason": "..."} (plus "timestamp" when scripted) and content-type
+application/json.
 
-The actions reset (RST_STREAM INTERNAL_ERROR), goaway (GOAWAY NO_ERROR with
-{"reason":"Shutdown"}) and stall (RST_STREAM CANCEL after --stall-seconds),
+The actions reset (RST_STREAM INTERNAL_ERROR), refuse (RST_STREAM
+REFUSED_STREAM: not processed, RFC 9113 section 8.7), goaway (GOAWAY NO_ERROR
+with {"reason":"Shutdown"}) and stall (RST_STREAM CANCEL after --stall-seconds),
 flow control, and an HTTP/2 protocol error from the client ending its
 connection with GOAWAY PROTOCOL_ERROR are h2connection.py's (shared with
 tools/fake-fcm); the listener is tlslistener.py's.
@@ -44,12 +48,12 @@ import sys
 import time
 import uuid
 
+import h2.errors
 import hpack
 
 from . import h2connection, tlslistener
 
 ALPN = ("h2",)
-MAX_CONCURRENT_STREAMS = 1000
 MAX_PAYLOAD = 4096
 PATH_PREFIX = b"/3/device/"
 PUSH_TYPES = frozenset(b"alert background liveactivity voip complication fileprovider mdm location "
@@ -68,20 +72,22 @@ def _text(value):
 class Service:
     """What both listeners share: the checks' configuration, the script, the log."""
 
-    def __init__(self, auth, topics, script, log, stall_seconds):
+    def __init__(self, auth, topics, script, log, stall_seconds, max_streams):
         self.auth = auth
         topics = [t.encode() for t in topics]
         self.topics = frozenset(topics + [t + LIVEACTIVITY_SUFFIX for t in topics]) if topics else None
         self.script = script
         self.log = log
         self.stall_seconds = stall_seconds
+        self.max_streams = max_streams
 
     def decide(self, environment, connection, headers, body, body_length):
-        """(status, reason, answer or None, apns-id bytes) for one complete request; logs it."""
+        """(status, reason, answer or None, apns-id bytes, apns-unique-id bytes or None) for one
+        complete request; logs it."""
         record = {"time": time.time(), "environment": environment, "token": None, "status": None,
                   "reason": None, "action": None, "apnsId": None, "topic": None, "pushType": None,
                   "priority": None, "expiration": None, "collapseId": None, "payload": None,
-                  "jwtIat": None, "connection": connection}
+                  "jwtIat": None, "connection": connection, "uniqueId": None}
         apns_id = headers.get(b"apns-id")
         if apns_id is None or not UUID_RE.match(apns_id):
             answer_id = str(uuid.uuid4()).encode()
@@ -99,9 +105,13 @@ class Service:
                 record["action"] = answer.get("action")
         record["status"] = status
         record["reason"] = reason
+        unique_id = None
+        if environment == "sandbox" and record["action"] is None:
+            unique_id = str(uuid.uuid4()).encode()
+            record["uniqueId"] = unique_id.decode()
         if self.log is not None:
             self.log.write(record)
-        return status, reason, answer, answer_id
+        return status, reason, answer, answer_id, unique_id
 
     def _check(self, record, headers, body, body_length):
         """(status, reason, None) for a rejected request, (None, None, None) for one that passes."""
@@ -166,6 +176,7 @@ class APNsProtocol(h2connection.H2Connection, asyncio.Protocol):
 
     program = "fake-apns"
     max_body = MAX_PAYLOAD
+    reset_codes = {"reset": h2.errors.ErrorCodes.INTERNAL_ERROR, "refuse": h2.errors.ErrorCodes.REFUSED_STREAM}
     goaway_data = b'{"reason":"Shutdown"}'
 
     def __init__(self, listener):
@@ -181,7 +192,7 @@ class APNsProtocol(h2connection.H2Connection, asyncio.Protocol):
             transport.close()
             return
         self.number = self.listener.accept(self)
-        self._open(MAX_CONCURRENT_STREAMS)
+        self._open(self.service.max_streams)
 
     def connection_lost(self, exc):
         self.listener.forget(self)
@@ -202,20 +213,22 @@ class APNsProtocol(h2connection.H2Connection, asyncio.Protocol):
         body = b"".join(stream.chunks) if stream.length <= MAX_PAYLOAD else b""
         headers = dict(stream.headers)
         try:
-            status, reason, answer, apns_id = self.service.decide(
+            status, reason, answer, apns_id, unique_id = self.service.decide(
                 self.listener.environment, self.number, headers, body, stream.length)
         except Exception as e:  # never let one request take the connection down
             print("fake-apns: internal error: %r" % e, file=sys.stderr, flush=True)
-            status, reason, answer, apns_id = 500, "InternalServerError", None, str(uuid.uuid4()).encode()
+            status, reason, answer, apns_id, unique_id = 500, "InternalServerError", None, str(uuid.uuid4()).encode(), None
         if answer is None:
-            self._answer(sid, status, reason, None, apns_id)
+            self._answer(sid, status, reason, None, apns_id, unique_id)
             return
         self._carry(sid, answer.get("action"), (answer.get("delayMs") or 0) / 1000.0,
-                    status, reason, answer, apns_id)
+                    status, reason, answer, apns_id, unique_id)
 
-    def _answer(self, sid, status, reason, answer, apns_id):
+    def _answer(self, sid, status, reason, answer, apns_id, unique_id):
         # apns-id differs on every answer: never indexed, so it does not churn the HPACK table.
         headers = [(b":status", str(status).encode()), hpack.NeverIndexedHeaderTuple(b"apns-id", apns_id)]
+        if unique_id is not None:
+            headers.append(hpack.NeverIndexedHeaderTuple(b"apns-unique-id", unique_id))
         body = None
         if reason is not None or (answer is not None and "timestamp" in answer):
             doc = {"reason": reason}

@@ -63,6 +63,8 @@ public struct ProviderOutcome: Sendable, Hashable {
         case removeToken(FeedbackReason, registeredBefore: Timestamp?)
         /// Not delivered, and safe to send again by a later claim (429,
         /// 5xx, a request never written), not before `after` when given.
+        /// With `configurationProblem` set it is also logged and counted as
+        /// one (APNs' `TooManyProviderTokenUpdates`).
         case retry(after: Duration?)
         /// Refused for the sender's configuration (key, team, topic,
         /// service account): fails, the token is kept, logged and counted.
@@ -90,15 +92,28 @@ public struct ProviderOutcome: Sendable, Hashable {
     /// What an operator needs beyond the reason (a token endpoint's
     /// `error_description`), for the configuration-problem log line.
     public var detail: String?
+    /// The answer also says the sender is misconfigured, though its verdict
+    /// is not `.configurationProblem`: logged and counted as one all the
+    /// same. A `.retry` with it set is an answer that names a configuration
+    /// problem a later request may not meet (APNs' `TooManyProviderTokenUpdates`,
+    /// `UnrelatedKeyIdInToken`), so the delivery is retried as usual and
+    /// fails with that reason after the last retry.
+    public var configurationProblem: Bool
+    /// The provider's own id of the answer for its delivery logs (APNs'
+    /// `apns-unique-id`, sent by the development environment), when it
+    /// gave one. Not stored by the sender yet.
+    public var uniqueId: String?
 
     public init(_ verdict: Verdict, status: Int? = nil, reason: String? = nil, requests: Int, environment: APNsEnvironment? = nil,
-                detail: String? = nil) {
+                detail: String? = nil, configurationProblem: Bool = false, uniqueId: String? = nil) {
         self.verdict = verdict
         self.status = status
         self.reason = reason
         self.requests = requests
         self.environment = environment
         self.detail = detail
+        self.configurationProblem = configurationProblem
+        self.uniqueId = uniqueId
     }
 }
 

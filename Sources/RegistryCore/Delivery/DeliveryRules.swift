@@ -25,7 +25,7 @@ public enum DeliveryRules {
             requests: outcome.requests, retried: false, notBefore: nil, tokenFingerprint: HistoryEvent.fingerprint(of: claimed.token),
             messageId: nil)
         var effect: DeliveryEffect?
-        var problem = false
+        var problem = outcome.configurationProblem
         switch outcome.verdict {
         case .delivered(let messageId, let corrected):
             settlement.state = .delivered

@@ -104,4 +104,7 @@ public enum FeedbackReason: String, Sendable, Hashable, CaseIterable {
     case deviceTokenNotForTopic = "DeviceTokenNotForTopic"
     /// FCM: the registration token is not a valid FCM token (`INVALID_ARGUMENT` about `message.token`).
     case invalidToken = "InvalidToken"
+    /// APNs: `410 ExpiredToken`, removed as `Unregistered` is. Last, since
+    /// LMDB stores a reason as its position in this list.
+    case expiredToken = "ExpiredToken"
 }

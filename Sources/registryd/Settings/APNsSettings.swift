@@ -14,6 +14,9 @@ struct APNsSettings: Sendable {
     var sandboxURL = "https://api.sandbox.push.apple.com"
     var caFile: String?
     var requestTimeout: Duration = .seconds(10)
+    var pingInterval: Duration = .seconds(300)
+    /// A key of its own for the sandbox host, and its id.
+    var sandboxKey: (file: String, id: String)?
 
     /// `nil` when no key is configured (the other `--apns-*` flags are then refused, so a
     /// half-configured sender is never silently off).
@@ -51,7 +54,32 @@ struct APNsSettings: Sendable {
         settings.sandboxURL = try ProviderFlags.httpsURL(arguments, "apns-sandbox-url") ?? settings.sandboxURL
         settings.caFile = try ProviderFlags.caFile(arguments, "apns-ca-file")
         settings.requestTimeout = try ProviderFlags.requestTimeout(arguments, "apns-request-timeout") ?? settings.requestTimeout
+        if let interval = try Settings.duration(arguments, "apns-ping-interval") {
+            guard interval >= .seconds(1), interval <= .seconds(3600) else {
+                throw Arguments.Failure(description: "--apns-ping-interval must be from 1s to 1h")
+            }
+            settings.pingInterval = interval
+        }
+        settings.sandboxKey = try Self.sandboxKey(arguments)
         return settings
+    }
+
+    /// `--apns-sandbox-key-file` and `--apns-sandbox-key-id`, both or neither.
+    private static func sandboxKey(_ arguments: Arguments) throws(Arguments.Failure) -> (file: String, id: String)? {
+        switch (arguments.value("apns-sandbox-key-file"), arguments.value("apns-sandbox-key-id")) {
+        case (nil, nil):
+            return nil
+        case (let (file, source)?, let (id, _)?):
+            guard !file.isEmpty else { throw Arguments.Failure(description: "\(source) must not be empty") }
+            guard isAppleId(id) else {
+                throw Arguments.Failure(description: "--apns-sandbox-key-id must be the sandbox key's 10-character id (letters and digits)")
+            }
+            return (file, id)
+        case (nil, _?):
+            throw Arguments.Failure(description: "--apns-sandbox-key-id needs --apns-sandbox-key-file")
+        case (_?, nil):
+            throw Arguments.Failure(description: "--apns-sandbox-key-id is required with --apns-sandbox-key-file: that key's 10-character id")
+        }
     }
 
     /// Apple's key and team ids: 10 letters or digits.

@@ -80,6 +80,11 @@ enum Flags {
              defaultValue: "none"),
         Flag(name: "apns-request-timeout", value: "D", summary: "a request to APNs unanswered by then has an unknown outcome (never resent)",
              defaultValue: "10s"),
+        Flag(name: "apns-ping-interval", value: "D", summary: "a connection to APNs idle this long is replaced before it is used again (1s-1h)",
+             defaultValue: "5m"),
+        Flag(name: "apns-sandbox-key-file", value: "F", summary: "another .p8 key for the sandbox host only (with --apns-sandbox-key-id)",
+             defaultValue: "none: --apns-key-file"),
+        Flag(name: "apns-sandbox-key-id", value: "KID", summary: "with --apns-sandbox-key-file: that key's id", defaultValue: "none"),
         // Delivery through FCM (serve): an app's Android tokens are sent with its Firebase project's service account.
         Flag(name: "fcm-service-account", value: "APPID=FILE",
              summary: "the Google service-account JSON of the Firebase project an app's Android tokens belong to (repeatable; "
@@ -126,7 +131,8 @@ enum Flags {
     static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
     static let fcm = ["fcm-service-account", "fcm-url", "fcm-token-url", "fcm-ca-file", "fcm-request-timeout"]
     static let apns = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-production-url",
-                       "apns-sandbox-url", "apns-ca-file", "apns-request-timeout"]
+                       "apns-sandbox-url", "apns-ca-file", "apns-request-timeout", "apns-ping-interval",
+                       "apns-sandbox-key-file", "apns-sandbox-key-id"]
     static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
                                 "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns + fcm + ["max-queued-deliveries"]
 }

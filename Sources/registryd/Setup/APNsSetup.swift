@@ -1,26 +1,32 @@
 import APNs
 import RegistryCore
 
-/// The APNs provider of `--apns-*`: its key (a file that is not a P-256
+/// The APNs provider of `--apns-*`: its keys (a file that is not a P-256
 /// private key is a bad flag: exit 2), provider tokens and HTTP/2 client.
 /// Made before anything is written, started with the sender.
 enum APNsSetup {
     static func provider(_ settings: APNsSettings) throws -> any DeliveryProvider {
-        let tokens: ProviderTokens
-        do {
-            tokens = try ProviderTokens(key: ProviderKey(contentsOf: settings.keyFile), teamId: settings.teamId, keyId: settings.keyId)
-        } catch {
-            throw Arguments.Failure(description: "--apns-key-file: \(error)")
+        let tokens = try Self.tokens(file: settings.keyFile, keyId: settings.keyId, teamId: settings.teamId, flag: "--apns-key-file")
+        let sandboxTokens = try settings.sandboxKey.map { key in
+            try Self.tokens(file: key.file, keyId: key.id, teamId: settings.teamId, flag: "--apns-sandbox-key-file")
         }
         do {
             var configuration = APNsClientConfiguration(
                 productionURL: settings.productionURL, sandboxURL: settings.sandboxURL, caFile: settings.caFile,
-                requestTimeout: settings.requestTimeout)
+                requestTimeout: settings.requestTimeout, pingInterval: settings.pingInterval)
             configuration.http.threadNiceness = DeliverySetup.senderNiceness
-            return APNsProvider(client: try APNsClient(configuration: configuration, tokens: tokens), tokens: tokens,
+            return APNsProvider(client: try APNsClient(configuration: configuration, tokens: tokens, sandboxTokens: sandboxTokens),
                                 topics: settings.topics)
         } catch {
             throw Arguments.Failure(description: "--apns-*: \(error)")
+        }
+    }
+
+    private static func tokens(file: String, keyId: String, teamId: String, flag: String) throws -> ProviderTokens {
+        do {
+            return try ProviderTokens(key: ProviderKey(contentsOf: file), teamId: teamId, keyId: keyId)
+        } catch {
+            throw Arguments.Failure(description: "\(flag): \(error)")
         }
     }
 }

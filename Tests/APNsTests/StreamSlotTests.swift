@@ -1,0 +1,39 @@
+import APNs
+import APNsTestSupport
+import RegistrydTestSupport
+import Testing
+
+/// Requests beyond the streams a server allows wait for a slot, and the
+/// request timeout counts only from when a request's stream is sent.
+@Suite(.enabled(if: FakeAPNs.available, "needs /usr/bin/python3 with h2 and cryptography (tools/install-deps --test)"))
+struct StreamSlotTests {
+    /// 24 requests to a host that takes 4 streams at a time and answers
+    /// each after 600 ms of a 1 s timeout: six waves, 3.6 s in all, and
+    /// none may time out (libcurl's own timeout counted the wait for a
+    /// slot). One request first, so the client knows the server's limit
+    /// (before its SETTINGS arrive libcurl assumes 100 streams).
+    @Test func aFanOutLargerThanTheServersStreamsNeverTimesOutEarly() async throws {
+        let tokens = (0..<24).map { token(String(0x100 + $0, radix: 16)) }
+        let script = #"{"tokens": {"# + tokens.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 600}]" }.joined(separator: ", ") + "}}"
+        let fake = try await FakeAPNs.start(script: script, options: ["--max-streams", "4"])
+        try await stopping(fake) { fake in
+            let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(1)), tokens: fake.tokens())
+            client.start()
+            #expect(await client.send(request(token("ff"))).status == 200)
+            let results = await withTaskGroup(of: APNsResult.self) { group in
+                for token in tokens {
+                    group.addTask {
+                        // Streams opened before the client read the server's limit are refused: sent again, as the provider does.
+                        var result = await client.send(request(token))
+                        for _ in 0..<3 { if case .refused = result { result = await client.send(request(token)) } }
+                        return result
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            await offThePool { client.stop() }
+            let failures = results.filter { $0.status != 200 }
+            #expect(failures.isEmpty, "\(failures.count) of 24 not answered: \(failures.first.map { "\($0)" } ?? "")")
+        }
+    }
+}
