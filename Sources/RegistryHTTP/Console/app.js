@@ -12,7 +12,7 @@ const STATES = ['queued', 'sending', 'delivered', 'failed', 'unknown', 'expired'
 const REASONS = ['feedback', 'signOut', 'permissionWithdrawn', 'deleted', 'movedToDevice', 'movedToUser',
   'deviceCap', 'activityCap', 'expired'];
 // Feedback reasons: APNs' three, and FCM's InvalidToken.
-const FEEDBACK = ['Unregistered', 'BadDeviceToken', 'DeviceTokenNotForTopic', 'InvalidToken'];
+const FEEDBACK = ['Unregistered', 'BadDeviceToken', 'DeviceTokenNotForTopic', 'InvalidToken', 'ExpiredToken'];
 // Providers by platform, as deliveries and devices name them.
 const PROVIDERS = { apns: 'APNs', fcm: 'FCM' };
 const NOT_CONFIGURED = 'Delivery is not configured on this server (no --apns-key-file or --fcm-service-account).';
