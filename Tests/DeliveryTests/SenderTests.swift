@@ -92,6 +92,21 @@ import Testing
         }
     }
 
+    /// The sandbox's `apns-unique-id` ends up on the delivery (production sends none).
+    @Test func theSandboxsUniqueIdIsKeptOnTheDelivery() async throws {
+        try await withHarness { h in
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "ida", deviceId: "dev", pushToken: .set(apnsToken(31)),
+                                                                    environment: .sandbox))
+            _ = try await h.store.registerDevice(DeviceRegistration(userId: "ida", deviceId: "prod", pushToken: .set(apnsToken(32)),
+                                                                    environment: .production))
+            try h.startSender()
+            let (_, deliveries) = try await h.settled(try await h.notify(.user("ida")).id)
+            let byDevice = Dictionary(uniqueKeysWithValues: deliveries.map { ($0.target.deviceId, $0) })
+            #expect(byDevice["dev"]?.state == .delivered && byDevice["dev"]?.apnsUniqueId?.isEmpty == false, "\(deliveries)")
+            #expect(byDevice["prod"]?.state == .delivered && byDevice["prod"]?.apnsUniqueId == nil)
+        }
+    }
+
     /// An activity larger than a page: the sender reads the rest page by
     /// page and every holder gets exactly one request.
     @Test func anActivityLargerThanAPageReachesEveryHolderOnce() async throws {

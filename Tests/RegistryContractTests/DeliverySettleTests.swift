@@ -35,6 +35,19 @@ struct DeliverySettleTests {
     /// Cancel means stop: a delivery in flight when the notification is
     /// cancelled keeps its answer if the answer decided it, and is
     /// `cancelled` (never queued again) if it asked for a retry.
+    /// APNs' `apns-unique-id` is kept with the delivery, and a later answer without one leaves it.
+    @Test func theAPNsUniqueIdIsKept() async throws {
+        let (f, id, claimed) = try await claimedTwo(); defer { f.close() }
+        var retried = settlement(claimed[0], .queued, status: 429, requests: 1, retried: true, notBefore: f.clock.now())
+        retried.apnsUniqueId = "5f7a8b2c-0000-4000-8000-00000000aaaa"
+        try await f.deliveries.settle([retried, settlement(claimed[1], .delivered, status: 200)])
+        let again = try #require(try await f.deliveries.claim(limit: 10).first)
+        try await f.deliveries.settle([settlement(again, .delivered, status: 200)])
+        let deliveries = try await f.allDeliveries(id)
+        #expect(deliveries[0].apnsUniqueId == "5f7a8b2c-0000-4000-8000-00000000aaaa" && deliveries[0].state == .delivered)
+        #expect(deliveries[1].apnsUniqueId == nil)
+    }
+
     @Test func aRetrySettledAfterTheCancelIsCancelled() async throws {
         let (f, id, claimed) = try await claimedTwo(); defer { f.close() }
         let cancelled = try #require(try await f.deliveries.cancel(notificationId: id))

@@ -69,6 +69,7 @@ extension DeliveryRecord {
         if settlement.retried { retries += 1 }
         tokenFingerprint = settlement.tokenFingerprint
         if let messageId = settlement.messageId { self.messageId = messageId }
+        if let uniqueId = settlement.apnsUniqueId { apnsUniqueId = uniqueId }
         updatedAt = now
         claimedAt = nil
         if state == .queued, let notBefore = settlement.notBefore { self.notBefore = notBefore }

@@ -23,7 +23,7 @@ public enum DeliveryRules {
             notificationId: claimed.delivery.notificationId, index: claimed.delivery.index, state: .failed,
             status: outcome.status, reason: outcome.reason, environment: outcome.environment ?? claimed.delivery.environment,
             requests: outcome.requests, retried: false, notBefore: nil, tokenFingerprint: HistoryEvent.fingerprint(of: claimed.token),
-            messageId: nil)
+            messageId: nil, apnsUniqueId: outcome.uniqueId)
         var effect: DeliveryEffect?
         var problem = outcome.configurationProblem
         switch outcome.verdict {

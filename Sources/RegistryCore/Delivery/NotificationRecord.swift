@@ -126,6 +126,9 @@ public struct DeliveryRecord: Sendable, Hashable {
     /// The provider's id of the delivered message (APNs' `apns-id`, FCM's
     /// `name`); `nil` until one is known.
     public var messageId: String?
+    /// APNs' `apns-unique-id` (the sandbox's delivery-log id) from its last
+    /// answer; `nil` when it sent none.
+    public var apnsUniqueId: String?
     /// The provider's last HTTP status, if any.
     public var status: Int?
     /// The provider's last reason, or the registry's (`token_removed`, `platform_not_configured`, ...).
@@ -141,7 +144,8 @@ public struct DeliveryRecord: Sendable, Hashable {
     public var claimedAt: Timestamp?
 
     public init(notificationId: String, index: UInt32, target: DeliveryTarget, tokenFingerprint: String, platform: Platform,
-                environment: APNsEnvironment, state: DeliveryState, apnsId: String, messageId: String? = nil, status: Int?,
+                environment: APNsEnvironment, state: DeliveryState, apnsId: String, messageId: String? = nil,
+                apnsUniqueId: String? = nil, status: Int?,
                 reason: String?, attempts: Int, retries: Int, updatedAt: Timestamp, notBefore: Timestamp, claimedAt: Timestamp?) {
         self.notificationId = notificationId
         self.index = index
@@ -152,6 +156,7 @@ public struct DeliveryRecord: Sendable, Hashable {
         self.state = state
         self.apnsId = apnsId
         self.messageId = messageId
+        self.apnsUniqueId = apnsUniqueId
         self.status = status
         self.reason = reason
         self.attempts = attempts
@@ -194,10 +199,12 @@ public struct DeliverySettlement: Sendable, Hashable {
     public var tokenFingerprint: String
     /// The provider's id of the delivered message, when it gave one.
     public var messageId: String?
+    /// APNs' `apns-unique-id`, when its answer carried one.
+    public var apnsUniqueId: String?
 
     public init(notificationId: String, index: UInt32, state: DeliveryState, status: Int?, reason: String?,
                 environment: APNsEnvironment, requests: Int, retried: Bool, notBefore: Timestamp?, tokenFingerprint: String,
-                messageId: String? = nil) {
+                messageId: String? = nil, apnsUniqueId: String? = nil) {
         self.notificationId = notificationId
         self.index = index
         self.state = state
@@ -209,6 +216,7 @@ public struct DeliverySettlement: Sendable, Hashable {
         self.notBefore = notBefore
         self.tokenFingerprint = tokenFingerprint
         self.messageId = messageId
+        self.apnsUniqueId = apnsUniqueId
     }
 }
 

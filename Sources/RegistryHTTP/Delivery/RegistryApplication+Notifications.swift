@@ -137,6 +137,7 @@ extension RegistryApplication {
         w.member("platform", d.platform.rawValue)
         w.member("apnsId", d.platform == .apns ? d.apnsId : nil)
         w.member("messageId", d.messageId ?? (d.platform == .apns && d.state == .delivered ? d.apnsId : nil))
+        if let uniqueId = d.apnsUniqueId { w.member("apnsUniqueId", uniqueId) }
         w.member("status", d.status.map { UInt64($0) })
         w.member("reason", d.reason)
         w.member("attempts", Int64(d.attempts))

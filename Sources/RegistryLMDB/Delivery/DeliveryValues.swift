@@ -3,7 +3,8 @@ import RegistryCore
 /// Stored encodings of the delivery queue (`ByteWriter`/`ByteReader`).
 /// Version 2 added a notification's FCM body (and made its APNs payload
 /// optional) and a delivery's message id; version 3 a notification's
-/// cancelled flag and the expansion of its activity target. Older values are read as they are (no payload flag, no
+/// cancelled flag and the expansion of its activity target, and a
+/// delivery's `apns-unique-id`. Older values are read as they are (no payload flag, no
 /// FCM body, no message id, not cancelled), so an existing data directory
 /// needs no migration step.
 extension NotificationRecord {
@@ -61,7 +62,7 @@ extension NotificationRecord {
 
 extension DeliveryRecord {
     func encoded() -> [UInt8] {
-        var w = ByteWriter(version: 2)
+        var w = ByteWriter(version: 3)
         w.string(target.userId)
         w.string(target.appId)
         w.string(target.deviceId)
@@ -81,11 +82,12 @@ extension DeliveryRecord {
         w.byte(claimedAt == nil ? 0 : 1)
         if let claimedAt { w.timestamp(claimedAt) }
         w.optional(messageId)
+        w.optional(apnsUniqueId)
         return w.bytes
     }
 
     init(notificationId: String, index: UInt32, decoding bytes: [UInt8]) throws(StoredValueError) {
-        var r = try ByteReader(bytes, what: "delivery", versions: 1...2)
+        var r = try ByteReader(bytes, what: "delivery", versions: 1...3)
         let target = DeliveryTarget(userId: try r.string(), appId: try r.string(), deviceId: try r.string(),
                                     kind: try r.enumValue(DeliveryTarget.Kind.self, DeliveryTarget.Kind.allCases),
                                     activityId: try r.optionalString())
@@ -102,9 +104,11 @@ extension DeliveryRecord {
         let notBefore = try r.timestamp()
         let claimedAt = try r.byte() == 0 ? nil : try r.timestamp()
         let messageId = r.version == 1 ? nil : try r.optionalString()
+        let apnsUniqueId = r.version < 3 ? nil : try r.optionalString()
         try r.finish()
         self.init(notificationId: notificationId, index: index, target: target, tokenFingerprint: fingerprint,
                   platform: platform, environment: environment, state: state, apnsId: apnsId, messageId: messageId,
+                  apnsUniqueId: apnsUniqueId,
                   status: status == 0 ? nil : status, reason: reason, attempts: attempts, retries: retries,
                   updatedAt: updatedAt, notBefore: notBefore, claimedAt: claimedAt)
     }

@@ -59,7 +59,8 @@ enum PostgresDeliveryRows {
     /// The delivery columns, in the order `delivery` reads them.
     static let deliveryColumns = """
         notification_id::text, idx, user_id, app_id, device_id, kind, activity_id, token_fingerprint, platform, \
-        environment, state, apns_id, status, reason, attempts, retries, updated_at, not_before, claimed_at, message_id
+        environment, state, apns_id, status, reason, attempts, retries, updated_at, not_before, claimed_at, message_id, \
+        apns_unique_id
         """
 
     static func delivery(_ r: PostgresResult, _ row: Int) throws -> DeliveryRecord {
@@ -74,7 +75,8 @@ enum PostgresDeliveryRows {
         return DeliveryRecord(
             notificationId: try r.string(row, 0) ?? "", index: UInt32(clamping: try r.int64(row, 1) ?? 0), target: target,
             tokenFingerprint: try r.string(row, 7) ?? "", platform: platform, environment: environment, state: state,
-            apnsId: try r.string(row, 11) ?? "", messageId: try r.string(row, 19), status: try r.int64(row, 12).map { Int($0) },
+            apnsId: try r.string(row, 11) ?? "", messageId: try r.string(row, 19),
+            apnsUniqueId: try r.string(row, 20), status: try r.int64(row, 12).map { Int($0) },
             reason: try r.string(row, 13), attempts: Int(try r.int64(row, 14) ?? 0), retries: Int(try r.int64(row, 15) ?? 0),
             updatedAt: try timestamp(r, row, 16), notBefore: try timestamp(r, row, 17),
             claimedAt: r.isNull(row, 18) ? nil : try timestamp(r, row, 18))

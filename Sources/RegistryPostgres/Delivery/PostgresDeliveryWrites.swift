@@ -57,11 +57,11 @@ struct PostgresDeliveryWrites {
             UPDATE registry_deliveries d SET state = u.state, environment = u.environment,
                 token_fingerprint = u.token_fingerprint, status = u.status, reason = u.reason, attempts = u.attempts,
                 retries = u.retries, updated_at = u.updated_at, not_before = u.not_before, claimed_at = u.claimed_at,
-                message_id = u.message_id
+                message_id = u.message_id, apns_unique_id = u.apns_unique_id
             FROM unnest($1::uuid[], $2::integer[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::text[],
-                        $8::integer[], $9::integer[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[])
+                        $8::integer[], $9::integer[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::text[])
                 AS u(notification_id, idx, state, environment, token_fingerprint, status, reason, attempts, retries,
-                     updated_at, not_before, claimed_at, message_id)
+                     updated_at, not_before, claimed_at, message_id, apns_unique_id)
             WHERE d.notification_id = u.notification_id AND d.idx = u.idx
             """, [Self.texts(deliveries) { $0.notificationId }, Self.integers(deliveries) { Int64($0.index) },
                   Self.texts(deliveries) { $0.state.rawValue }, Self.texts(deliveries) { $0.environment.rawValue },
@@ -69,7 +69,7 @@ struct PostgresDeliveryWrites {
                   Self.texts(deliveries) { $0.reason }, Self.integers(deliveries) { Int64($0.attempts) },
                   Self.integers(deliveries) { Int64($0.retries) }, Self.integers(deliveries) { $0.updatedAt.milliseconds },
                   Self.integers(deliveries) { $0.notBefore.milliseconds }, Self.integers(deliveries) { $0.claimedAt?.milliseconds },
-                  Self.texts(deliveries) { $0.messageId }])
+                  Self.texts(deliveries) { $0.messageId }, Self.texts(deliveries) { $0.apnsUniqueId }])
     }
 
     /// Adds `changes` (per notification id, how many deliveries each state
