@@ -51,9 +51,12 @@ import Testing
         client.start()
         let started = ContinuousClock.now
         let result = await client.send(request(token("02")))
-        #expect(ContinuousClock.now - started < .seconds(3))
+        // libcurl's connect timeout (the request timeout, 1 s) ended it. The
+        // wall clock only guards against a hang: on two busy cores the
+        // thread that notices the timer may run seconds late.
+        #expect(ContinuousClock.now - started < .seconds(20))
         guard case .notSent(let why) = result else { Issue.record("\(result)"); return }
-        #expect(why.contains("curl error 28"))
+        #expect(why.contains("curl error 28") && why.lowercased().contains("timeout"), "\(why)")
         await offThePool { client.stop() }
     }
 
