@@ -370,7 +370,12 @@ import Testing
         let unit = try String(contentsOf: root.appendingPathComponent("tools/registryd.service"), encoding: .utf8)
         #expect(unit.contains("Type=notify\n"))
         #expect(unit.contains("ExecStart=/usr/local/bin/registryd serve --data-dir /var/lib/registryd\n"))
+        // The drop-in its comment gives for secret files (LoadCredential=, %d) parses too.
+        let dropIn = unit.split(separator: "\n").filter { $0.hasPrefix("#   LoadCredential=") || $0.hasPrefix("#   Environment=") }
+            .map { $0.dropFirst(4).replacingOccurrences(of: "/etc/registryd/apns-key.p8", with: "/etc/hostname") }
+        #expect(dropIn.count == 2, "\(dropIn)")
         try unit.replacingOccurrences(of: "/usr/local/bin/registryd", with: ExecutableTests.binary)
+            .replacingOccurrences(of: "[Service]\n", with: "[Service]\n" + dropIn.joined(separator: "\n") + "\n")
             .write(toFile: directory + "/registryd.service", atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")

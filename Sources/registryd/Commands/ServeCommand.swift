@@ -51,6 +51,7 @@ enum ServeCommand: Subcommand {
     static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         let keys = try AuthKeys.configured(settings)
+        try settings.refuseSecretFilesOpenToOthers()
         let providers = try settings.delivery.map(DeliverySetup.providers)
         let logger = Logger(minimumLevel: settings.logLevel)
 

@@ -20,7 +20,10 @@ struct AuthKeys {
             try Secrets.read(path, flag: "jwt-hs256-secret-file", minimumBytes: Secrets.minimumBytes)
         }
         if let path = settings.jwksFile {
-            let bytes = try Secrets.read(path, flag: "jwt-jwks-file")
+            // Public keys: no secret, so any mode.
+            guard let bytes = DurableFile.read(path) else {
+                throw Arguments.Failure(description: "--jwt-jwks-file: cannot read '\(path)'")
+            }
             do {
                 keys.jwks = try JWKSet(json: bytes)
             } catch {
