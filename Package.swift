@@ -16,7 +16,7 @@ import PackageDescription
 /// `Postgres → CLibPQ`); neither sees the other, and only `registryd`
 /// (which picks one by `--store`) and the tests see both.
 /// Shared leaves, each the one implementation of its concern: `JSON`
-/// (strict parser, escaping writer), `Codecs` (strict base64url, hex,
+/// (strict parser, escaping writer), `Codecs` (strict base64url, hex, percent-decoding,
 /// constant-time compare, length-prefixed fields, durations in seconds),
 /// `Crypto` (HMAC-SHA-256 and SHA-256 over `COpenSSL`), `Lifecycle`
 /// (`Service`, `ServiceGroup`, `PeriodicThread`: one start/stop shape).
@@ -131,7 +131,7 @@ let package = Package(
         .testTarget(name: "DeliveryTests", dependencies: ["RegistryDelivery", "APNs", "FCM", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
                                                        "RegistrydTestSupport", "APNsTestSupport", "JSON"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
-                                                       "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB"]),
+                                                       "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB", "Codecs"]),
         // The one way tests start the built registryd, find its port and talk to it, and run
         // blocking work off the cooperative pool (Foundation only).
         .target(name: "RegistrydTestSupport", path: "Tests/RegistrydTestSupport"),
