@@ -76,7 +76,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["COpenSSL", "Crypto", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs", "SecretFiles"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
-        .target(name: "HTTP2", dependencies: ["CCurl", "CGlibcExtras", "Lifecycle"]),
+        .target(name: "HTTP2", dependencies: ["CCurl", "CGlibcExtras", "Codecs", "Lifecycle"]),
         .target(name: "APNs", dependencies: ["HTTP2", "RegistryCore", "COpenSSL", "Codecs", "JSON", "JWT", "Lifecycle", "SecretFiles"]),
         .target(name: "FCM", dependencies: ["HTTP2", "RegistryCore", "JWT", "JSON", "Codecs", "SecretFiles"]),
         .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "Lifecycle"]),
@@ -88,7 +88,7 @@ let package = Package(
                             .embedInCode("Console/app.js"), .embedInCode("Console/app.css")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryPostgres", "HTTPServer", "JWT", "JSON", "TokenSealing",
                                                             "Lifecycle", "Codecs", "Postgres", "CGlibcExtras", "APNs", "FCM", "RegistryDelivery",
-                                                            "SecretFiles"]),
+                                                            "SecretFiles", "HTTP2"]),
         .target(name: "RegistryClient"),
         // ActivityKit glue for RegistryClient; empty where ActivityKit does not exist (Linux, macOS).
         .target(name: "RegistryClientActivityKit", dependencies: ["RegistryClient"]),

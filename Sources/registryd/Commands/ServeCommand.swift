@@ -123,7 +123,8 @@ enum ServeCommand: Subcommand {
         logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)"))] + settings.backend.logFields
                     + [("dataDir", .string(settings.dataDirectory)), ("maxConnections", .int(Int64(server.connectionLimit))),
                        ("delivery", .string(settings.delivery?.providerNames.joined(separator: ",") ?? "off")),
-                       ("apnsTopics", .array((settings.delivery?.apns?.topics.keys.sorted() ?? []).map { .string($0) }))])
+                       ("apnsTopics", .array((settings.delivery?.apns?.topics.keys.sorted() ?? []).map { .string($0) }))]
+                    + (settings.delivery?.proxy.map { [("deliveryProxy", .string($0.description))] } ?? []))
 
         ServiceManagerNotifier.notify("READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(shownHost):\(server.boundPort)")
 

@@ -92,6 +92,11 @@ enum Flags {
              defaultValue: "none"),
         Flag(name: "fcm-request-timeout", value: "D", summary: "a request to FCM unanswered by then has an unknown outcome (never resent)",
              defaultValue: "10s"),
+        // Every provider's connections (serve).
+        Flag(name: "delivery-proxy", value: "URL",
+             summary: "an HTTP CONNECT proxy (http:// or https://, optionally user:password@) every provider connection goes "
+                 + "through; without it they go straight out, whatever https_proxy or ALL_PROXY say",
+             defaultValue: "none: direct"),
         // Per-command flags: they describe one run, so no environment variable sets them.
         Flag(name: "user", value: "U", summary: "the JWT's subject (a user id)", defaultValue: nil, readsEnvironment: false),
         Flag(name: "ttl", value: "D", summary: "the JWT's lifetime", defaultValue: "1h", readsEnvironment: false),
@@ -125,4 +130,5 @@ enum Flags {
                        "apns-sandbox-url", "apns-ca-file", "apns-request-timeout"]
     static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
                                 "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns + fcm
+        + ["delivery-proxy"]
 }
