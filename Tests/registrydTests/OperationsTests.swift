@@ -184,14 +184,14 @@ import Testing
 
         let (status, stdout, stderr) = try await exe.run(["backup", "--to", "with", "--with-secrets"], in: directory)
         #expect(status == 0, "\(stderr)")
-        #expect(stdout.contains("secrets copied: internal-api.key, jwt-hs256.secret, token-keys"))
-        for name in ["internal-api.key", "jwt-hs256.secret", "token-keys"] {
+        #expect(stdout.contains("secrets copied: internal-api.key, jwt-hs256.secret, operator.key, token-keys"))
+        for name in ["internal-api.key", "jwt-hs256.secret", "operator.key", "token-keys"] {
             #expect(try Self.mode(directory + "/with/secrets/" + name) == 0o600)
             #expect(FileManager.default.contents(atPath: directory + "/with/secrets/" + name)
                     == FileManager.default.contents(atPath: directory + "/registry-data/secrets/" + name))
         }
         let manifest = try String(contentsOfFile: directory + "/with/backup.json", encoding: .utf8)
-        #expect(manifest.contains(#""secretsIncluded":["internal-api.key","jwt-hs256.secret","token-keys"]"#))
+        #expect(manifest.contains(#""secretsIncluded":["internal-api.key","jwt-hs256.secret","operator.key","token-keys"]"#))
         // With its secrets, the backup serves as it is.
         let (checked, _, checkErr) = try await exe.run(["check", "--data-dir", "with"], in: directory)
         #expect(checked == 0, "\(checkErr)")

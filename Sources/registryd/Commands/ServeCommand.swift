@@ -35,7 +35,8 @@ enum ServeCommand: Subcommand {
             requests in flight and exit 0; a failed LMDB commit (EIO, ENOSPC) exits 1.
             With --store postgres the registry is the database --postgres-url names, and any
             number of servers may serve it: give every one the same --token-key-file,
-            --internal-api-key-file and JWT key (DIR/secrets then holds only what is not given).
+            --internal-api-key-file, --operator-key-file and JWT key (DIR/secrets then holds only
+            what is not given).
             A database unreachable at start is retried for --postgres-startup-timeout, then
             serve exits 1; one lost later answers 503 (also /healthz) until it is back.
             """,
@@ -101,8 +102,8 @@ enum ServeCommand: Subcommand {
         }
         let application = RegistryApplication(
             store: store,
-            authenticator: Authenticator(verifier: JWTVerifier(configuration: auth.jwt),
-                                         internalAPIKey: auth.internalAPIKey, clock: SystemClock()),
+            authenticator: Authenticator(verifier: JWTVerifier(configuration: auth.jwt), internalAPIKey: auth.internalAPIKey,
+                                         operatorKey: auth.operatorKey, clock: SystemClock()),
             metrics: metrics, logger: logger, delivery: delivery?.routes)
         let server = HTTPServer(configuration: settings.server, application: application)
         // The sender stops after the server (no new notification) and before the store (its last settlements).

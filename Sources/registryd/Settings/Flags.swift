@@ -62,6 +62,9 @@ enum Flags {
         Flag(name: "jwt-audience", value: "S", summary: "required `aud` of device JWTs", defaultValue: "not checked"),
         Flag(name: "internal-api-key-file", value: "F", summary: "bearer key of the internal API (at least 32 bytes)",
              defaultValue: "generated in DIR/secrets/internal-api.key"),
+        Flag(name: "operator-key-file", value: "F",
+             summary: "read-only bearer key (at least 32 bytes): the console's reads, stats, notifications, history, no token",
+             defaultValue: "generated in DIR/secrets/operator.key"),
         Flag(name: "token-key-file", value: "F",
              summary: "the keys tokens are sealed and indexed with at rest (guard and back up like a password)",
              defaultValue: "generated in DIR/secrets/token-keys"),
@@ -106,7 +109,7 @@ enum Flags {
              readsEnvironment: false),
         Flag(name: "to", value: "DIR", summary: "the backup's directory: absent or empty", defaultValue: nil, readsEnvironment: false),
         Flag(name: "with-secrets", value: nil,
-             summary: "also copy DIR/secrets (token keys, JWT secret, internal API key) into the backup",
+             summary: "also copy DIR/secrets (token keys, JWT secret, internal API and operator keys) into the backup",
              defaultValue: nil, readsEnvironment: false),
         Flag(name: "from", value: "FILE", summary: "export lines to read", defaultValue: "standard input", readsEnvironment: false),
         Flag(name: "server-wait", value: "D",
@@ -124,7 +127,8 @@ enum Flags {
     /// The data directory, the backend and the store's rules: every command that opens a registry.
     static let store = ["data-dir", "store", "postgres-url", "postgres-pool-size", "device-ttl", "activity-ttl",
                         "max-devices-per-user", "max-activities-per-device", "apps", "token-key-file", "log-level"]
-    static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
+    static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file",
+                       "operator-key-file"]
     static let fcm = ["fcm-service-account", "fcm-url", "fcm-token-url", "fcm-ca-file", "fcm-request-timeout"]
     static let apns = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-production-url",
                        "apns-sandbox-url", "apns-ca-file", "apns-request-timeout"]

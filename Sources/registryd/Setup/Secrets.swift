@@ -16,10 +16,11 @@ import SecretFiles
 enum Secrets {
     static let generatedHS256Name = "jwt-hs256.secret"
     static let generatedAPIKeyName = "internal-api.key"
+    static let generatedOperatorKeyName = "operator.key"
     /// Every secret `serve` may generate besides the token keys.
-    static let generatedNames = [generatedHS256Name, generatedAPIKeyName]
+    static let generatedNames = [generatedHS256Name, generatedAPIKeyName, generatedOperatorKeyName]
     /// RFC 7518 §3.2: an HS256 key must be at least as long as the hash (32
-    /// bytes). The internal API key is held to the same floor.
+    /// bytes). The internal API and operator keys are held to the same floor.
     static let minimumBytes = 32
 
     /// The file's bytes minus one trailing newline, at least `minimumBytes`
