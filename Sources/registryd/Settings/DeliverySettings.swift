@@ -17,7 +17,7 @@ struct DeliverySettings: Sendable {
         let settings = DeliverySettings(apns: try APNsSettings.read(arguments), fcm: try FCMSettings.read(arguments, apps: apps),
                                         proxy: try ProviderFlags.proxy(arguments))
         guard settings.providerNames.isEmpty else { return settings }
-        if settings.proxy != nil, let (_, source) = arguments.value("delivery-proxy") {
+        if let (_, source) = arguments.value("delivery-proxy") {
             throw Arguments.Failure(description: "\(source) needs a provider (--apns-key-file or --fcm-service-account)")
         }
         return nil
