@@ -16,12 +16,14 @@ import PackageDescription
 /// `Postgres → CLibPQ`); neither sees the other, and only `registryd`
 /// (which picks one by `--store`) and the tests see both.
 /// Shared leaves, each the one implementation of its concern: `JSON`
-/// (strict parser, escaping writer), `Codecs` (strict base64url, hex,
+/// (strict parser, escaping writer), `Codecs` (strict base64url, hex, percent-decoding,
 /// constant-time compare, length-prefixed fields, durations in seconds),
 /// `Crypto` (HMAC-SHA-256 and SHA-256 over `COpenSSL`), `Lifecycle`
 /// (`Service`, `ServiceGroup`, `PeriodicThread`: one start/stop shape).
+/// `SecretFiles` reads files that hold a secret, refusing one that group or
+/// others may access (one rule for every key file).
 /// `TokenSealing` (AES-256-GCM sealing of tokens at rest and their key file)
-/// depends only on `COpenSSL`, `Crypto` and `Codecs`.
+/// depends only on `COpenSSL`, `Crypto`, `Codecs` and `SecretFiles`.
 /// `HTTPServer` (the libmicrohttpd adapter) and `JWT` (token verification
 /// over OpenSSL) know nothing of the registry, so each is tested on its own.
 /// `Postgres` (libpq connections on dedicated threads, a pool, retried
@@ -64,6 +66,7 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         .target(name: "Codecs"),
+        .target(name: "SecretFiles"),
         .target(name: "Lifecycle"),
         .target(name: "RegistryCore", dependencies: ["Codecs", "Crypto", "Lifecycle", "TokenSealing"]),
         .target(name: "RegistryLMDB", dependencies: ["RegistryCore", "LMDB", "Codecs", "Crypto", "Lifecycle", "TokenSealing"]),
@@ -71,11 +74,11 @@ let package = Package(
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSON", "Lifecycle"]),
         .target(name: "JWT", dependencies: ["COpenSSL", "Crypto", "JSON", "Codecs"]),
-        .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs"]),
+        .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs", "SecretFiles"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
-        .target(name: "HTTP2", dependencies: ["CCurl", "CGlibcExtras", "Lifecycle"]),
-        .target(name: "APNs", dependencies: ["HTTP2", "RegistryCore", "COpenSSL", "Codecs", "JSON", "JWT", "Lifecycle"]),
-        .target(name: "FCM", dependencies: ["HTTP2", "RegistryCore", "JWT", "JSON", "Codecs"]),
+        .target(name: "HTTP2", dependencies: ["CCurl", "CGlibcExtras", "Codecs", "Lifecycle"]),
+        .target(name: "APNs", dependencies: ["HTTP2", "RegistryCore", "COpenSSL", "Codecs", "JSON", "JWT", "Lifecycle", "SecretFiles"]),
+        .target(name: "FCM", dependencies: ["HTTP2", "RegistryCore", "JWT", "JSON", "Codecs", "SecretFiles"]),
         .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "Lifecycle"]),
         .target(name: "RegistryHTTP", dependencies: ["RegistryCore", "HTTPServer", "JWT", "JSON", "Codecs"],
                 // The OpenAPI document and the operator console, compiled into the binary as
@@ -84,7 +87,8 @@ let package = Package(
                 resources: [.embedInCode("OpenAPI/openapi.json"), .embedInCode("Console/console.html"),
                             .embedInCode("Console/app.js"), .embedInCode("Console/app.css")]),
         .executableTarget(name: "registryd", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryPostgres", "HTTPServer", "JWT", "JSON", "TokenSealing",
-                                                            "Lifecycle", "Codecs", "Postgres", "CGlibcExtras", "APNs", "FCM", "RegistryDelivery"]),
+                                                            "Lifecycle", "Codecs", "Postgres", "CGlibcExtras", "APNs", "FCM", "RegistryDelivery",
+                                                            "SecretFiles", "HTTP2"]),
         .target(name: "RegistryClient"),
         // ActivityKit glue for RegistryClient; empty where ActivityKit does not exist (Linux, macOS).
         .target(name: "RegistryClientActivityKit", dependencies: ["RegistryClient"]),
@@ -127,7 +131,7 @@ let package = Package(
         .testTarget(name: "DeliveryTests", dependencies: ["RegistryDelivery", "APNs", "FCM", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
                                                        "RegistrydTestSupport", "APNsTestSupport", "JSON"]),
         .testTarget(name: "RegistryHTTPTests", dependencies: ["RegistryHTTP", "RegistryCore", "RegistryLMDB", "RegistryTestSupport",
-                                                       "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB"]),
+                                                       "HTTPServer", "JWT", "JSON", "TokenSealing", "LMDB", "Codecs"]),
         // The one way tests start the built registryd, find its port and talk to it, and run
         // blocking work off the cooperative pool (Foundation only).
         .target(name: "RegistrydTestSupport", path: "Tests/RegistrydTestSupport"),

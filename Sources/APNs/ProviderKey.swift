@@ -1,5 +1,5 @@
-import Foundation
 import JWT
+import SecretFiles
 
 /// The `.p8` key APNs provider tokens are signed with: a P-256 private key
 /// in PEM (PKCS#8, as Apple issues it). Anything else (an RSA or P-384 key,
@@ -14,10 +14,16 @@ public final class ProviderKey: Sendable {
 
     /// Reads and checks the key file at `path`.
     public convenience init(contentsOf path: String) throws(ProviderKeyError) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ProviderKeyError(message: "cannot read the APNs key file \(path)")
+        let pem: [UInt8]
+        do {
+            pem = try SecretFile.read(path)
+        } catch {
+            guard case .openToGroupOrOthers = error.kind else {
+                throw ProviderKeyError(message: "cannot read the APNs key file \(path)")
+            }
+            throw ProviderKeyError(message: "the APNs key file \(error)")
         }
-        try self.init(pem: [UInt8](data), source: path)
+        try self.init(pem: pem, source: path)
     }
 
     /// Checks PEM text; `source` names it in errors.

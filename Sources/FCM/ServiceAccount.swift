@@ -1,6 +1,6 @@
-import Foundation
 import JSON
 import JWT
+import SecretFiles
 
 /// A Google service-account file (the JSON Firebase's console downloads):
 /// who the registry is to Google's token endpoint and which Firebase project
@@ -24,16 +24,16 @@ public struct ServiceAccount: Sendable {
 
     /// Reads and checks the file at `path`.
     public init(contentsOf path: String) throws(ServiceAccountError) {
-        var status = stat()
-        guard stat(path, &status) == 0 else { throw ServiceAccountError("cannot read the service-account file \(path)") }
-        guard status.st_mode & 0o077 == 0 else {
-            throw ServiceAccountError("the service-account file \(path) can be read by group or others (mode "
-                                      + String(status.st_mode & 0o777, radix: 8) + "): run chmod 600 \(path)")
+        let json: [UInt8]
+        do {
+            json = try SecretFile.read(path)
+        } catch {
+            guard case .openToGroupOrOthers = error.kind else {
+                throw ServiceAccountError("cannot read the service-account file \(path)")
+            }
+            throw ServiceAccountError("the service-account file \(error)")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ServiceAccountError("cannot read the service-account file \(path)")
-        }
-        try self.init(json: [UInt8](data), source: path)
+        try self.init(json: json, source: path)
     }
 
     /// Checks the file's text; `source` names it in errors.

@@ -4,9 +4,6 @@ import Foundation
 import Lifecycle
 import Synchronization
 
-/// libcurl's process-wide setup, done once, before the first handle.
-private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
-
 /// An HTTP/2 client over libcurl's multi handle: long-lived connections per
 /// origin (`connectionsPerHost`), each with up to `maxStreamsPerConnection`
 /// requests in flight. Every delivery provider sends through one of these

@@ -3,8 +3,12 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// Names the client's thread and its errors (`apns`, `fcm`).
     public var name: String
     /// A CA certificate file (PEM) trusted in addition to the system's
-    /// roots, for a proxy or a test server. TLS is always verified.
+    /// roots, for a proxy or a test server (an `https://` proxy's own
+    /// certificate too). TLS is always verified.
     public var caFile: String?
+    /// The HTTP CONNECT proxy every connection goes through; `nil`: straight
+    /// to the server, whatever proxy variables the environment holds.
+    public var proxy: HTTP2Proxy?
     /// A request unanswered this long after its stream was started has an
     /// uncertain outcome. The time a request waits for a free stream (the
     /// server's `SETTINGS_MAX_CONCURRENT_STREAMS`) or a connection is not

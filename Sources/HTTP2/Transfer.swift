@@ -93,6 +93,7 @@ final class Transfer {
             results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile))
             results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_CAPATH, "/etc/ssl/certs"))
         }
+        results += Self.proxyOptions(easy, configuration)
         return results.allSatisfy { $0 == CURLE_OK }
     }
 
@@ -100,6 +101,32 @@ final class Transfer {
         curl_slist_free_all(headers)
         curl_easy_cleanup(easy)
         errorBuffer.deallocate()
+    }
+
+    /// The proxy options. Without a configured proxy, `CURLOPT_PROXY` ""
+    /// turns libcurl's own choice off: it would otherwise take one from
+    /// `https_proxy`, `ALL_PROXY` and the like. With one, every request
+    /// tunnels through it (CONNECT), `NO_PROXY` cannot exempt a host, and
+    /// an `https://` proxy's certificate is verified like the server's,
+    /// with the extra CA when there is one.
+    private static func proxyOptions(_ easy: UnsafeMutableRawPointer, _ configuration: HTTP2ClientConfiguration) -> [CURLcode] {
+        guard let proxy = configuration.proxy else { return [registry_curl_easy_setopt_pointer(easy, CURLOPT_PROXY, "")] }
+        var results = [
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_PROXY, proxy.url),
+            registry_curl_easy_setopt_long(easy, CURLOPT_HTTPPROXYTUNNEL, 1),
+            registry_curl_easy_setopt_pointer(easy, CURLOPT_NOPROXY, ""),
+            registry_curl_easy_setopt_long(easy, CURLOPT_PROXY_SSL_VERIFYPEER, 1),
+            registry_curl_easy_setopt_long(easy, CURLOPT_PROXY_SSL_VERIFYHOST, 2),
+        ]
+        if let username = proxy.username {
+            results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_PROXYUSERNAME, username))
+            results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_PROXYPASSWORD, proxy.password ?? ""))
+        }
+        if let caFile = configuration.caFile {
+            results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_PROXY_CAINFO, caFile))
+            results.append(registry_curl_easy_setopt_pointer(easy, CURLOPT_PROXY_CAPATH, "/etc/ssl/certs"))
+        }
+        return results
     }
 
     private static func milliseconds(_ duration: Duration) -> Int {

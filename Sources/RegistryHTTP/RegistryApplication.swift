@@ -68,6 +68,8 @@ public final class RegistryApplication: HTTPApplication {
         case .success(let c): credential = c
         case .failure(let error): return .failure(error)
         }
+        // The authenticator hands out only the surface's kinds: what is left is the operator key off its routes.
+        guard endpoint.admits(credential, query: request.query) else { return .failure(.forbidden(endpoint.operatorKeyRefusal)) }
         if endpoint.takesJSON, Self.hasBody(request), !Self.isJSON(request.headers["Content-Type"]) {
             return .failure(.unsupportedMediaType)
         }
@@ -87,17 +89,29 @@ public final class RegistryApplication: HTTPApplication {
     /// The endpoint's handler bound to this call: inline for reads the store serves without
     /// waiting, suspending for other reads and for writes.
     /// The body is within the row's limit: the server reads at most `readBody`'s `maxBytes`.
-    /// A credential of another surface's kind answers 401 and runs nothing: admission
-    /// never hands one over, and this keeps a slip there from reaching anyone's data.
+    /// A credential the row does not admit for the request (another surface's kind, the
+    /// operator key off its routes or views) answers 401 and runs nothing: admission never
+    /// hands one over, and this keeps a slip there from reaching anyone's data.
     func handler(for match: Router.Match, credential: Credential) -> RequestHandler {
-        let label = match.endpoint.label
-        guard match.endpoint.surface.admits(credential) else {
-            return .inline { [self] request in
-                let response = APIError.unauthenticated("Authorization: this route needs a credential of its own kind").response
-                finish(request, label: label, response, started: .now)
-                return response
+        let endpoint = match.endpoint
+        let refuse: @Sendable (HTTPRequest) -> HTTPResponse = { [self] request in
+            let response = APIError.unauthenticated("Authorization: this route needs a credential of its own kind").response
+            finish(request, label: endpoint.label, response, started: .now)
+            return response
+        }
+        switch admittedHandler(for: match, credential: credential) {
+        case .inline(let respond):
+            return .inline { request in endpoint.admits(credential, query: request.query) ? respond(request) : refuse(request) }
+        case .suspending(let respond):
+            return .suspending { request in
+                endpoint.admits(credential, query: request.query) ? await respond(request) : refuse(request)
             }
         }
+    }
+
+    /// `handler(for:credential:)` once the credential is known to be admitted.
+    private func admittedHandler(for match: Router.Match, credential: Credential) -> RequestHandler {
+        let label = match.endpoint.label
         switch match.endpoint.handler {
         case .read(let read):
             if let reads = store.inlineReads {

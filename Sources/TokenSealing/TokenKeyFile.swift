@@ -1,5 +1,6 @@
 import Codecs
 import Glibc
+import SecretFiles
 
 /// The file that holds a `TokenKeyRing` (`DIR/secrets/token-keys` or
 /// `--token-key-file`): a few lines of text,
@@ -231,38 +232,20 @@ public enum TokenKeyFile {
 
     // MARK: - Files
 
-    /// The file's bytes, after checking it is a regular file of sane size
-    /// and (unless allowed) closed to group and others. `fstat` on the open
-    /// descriptor, so the checks are about the file actually read.
+    /// The file's bytes: `SecretFile`'s rule (a regular file of sane size,
+    /// closed to group and others unless allowed) in this file's errors.
     private static func read(path: String, allowGroupOrOtherAccess: Bool) throws(TokenKeyFileError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw .init(errno == ENOENT ? .missing : .unreadable, path, "cannot open: \(lastError())")
-        }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw .init(.unreadable, path, "cannot stat: \(lastError())") }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw .init(.unreadable, path, "not a regular file") }
-        let permissions = status.st_mode & 0o777
-        if permissions & 0o077 != 0 && !allowGroupOrOtherAccess {
-            throw .init(.tooOpen, path, "mode \(String(permissions, radix: 8)) lets group or others access it; "
-                                        + "anyone who can read it can read every token (chmod 600)")
-        }
-        guard status.st_size <= maximumBytes else {
-            throw .init(.unreadable, path, "\(status.st_size) bytes; a token key file is at most \(maximumBytes)")
-        }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = Glibc.read(fd, &chunk, chunk.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .init(.unreadable, path, "cannot read: \(lastError())")
-            }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<count])
-            guard bytes.count <= maximumBytes else {
-                throw .init(.unreadable, path, "more than \(maximumBytes) bytes; a token key file is at most that")
+        do {
+            return try SecretFile.read(path, maximumBytes: maximumBytes, allowingGroupOrOtherAccess: allowGroupOrOtherAccess)
+        } catch {
+            switch error.kind {
+            case .missing: throw .init(.missing, path, "cannot open: \(String(cString: strerror(ENOENT)))")
+            case .unreadable(let reason): throw .init(.unreadable, path, "cannot read: \(reason)")
+            case .notRegularFile: throw .init(.unreadable, path, "not a regular file")
+            case .tooLarge: throw .init(.unreadable, path, "more than \(maximumBytes) bytes; a token key file is at most that")
+            case .openToGroupOrOthers(let mode):
+                throw .init(.tooOpen, path, "mode \(String(mode, radix: 8)) lets group or others access it; "
+                                            + "anyone who can read it can read every token: run \(error.remedy)")
             }
         }
     }

@@ -45,6 +45,20 @@ import Testing
         #expect(missing?.message.contains("cannot read") == true)
     }
 
+    @Test func aKeyFileOthersMayAccessIsRefusedWithTheChmodThatFixesIt() async throws {
+        let keys = await offThePool { TestKeys.shared }
+        let open = temporaryDirectory() + "/open.p8"
+        try FileManager.default.copyItem(atPath: keys.p256, toPath: open)
+        for mode in [0o644, 0o640, 0o604, 0o620] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: open)
+            let error = #expect(throws: ProviderKeyError.self) { try ProviderKey(contentsOf: open) }
+            #expect(error?.message.contains("chmod 600 \(open)") == true && error?.message.contains(String(mode, radix: 8)) == true,
+                    "\(error?.message ?? "")")
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: open)
+        _ = try ProviderKey(contentsOf: open)
+    }
+
     @Test func acceptsAP256KeyInSEC1Form() async throws {
         let keys = await offThePool { TestKeys.shared }
         _ = try ProviderKey(contentsOf: keys.sec1)

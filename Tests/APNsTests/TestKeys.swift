@@ -20,6 +20,8 @@ struct TestKeys: Sendable {
         }
         precondition(shell(["openssl", "pkey", "-in", keys.p256, "-pubout", "-out", keys.p256Public]) != nil)
         precondition(shell(["openssl", "ec", "-in", keys.p256, "-out", keys.sec1]) != nil)
+        // Key files are read only when private to their owner (the public key is refused for what it holds).
+        for path in [keys.p256, keys.p256Public, keys.p384, keys.rsa, keys.sec1] { precondition(chmod(path, 0o600) == 0) }
         return keys
     }()
 

@@ -7,7 +7,7 @@ import Testing
 /// device data, even if admission were to let one through.
 extension AuthorizationMatrixTests {
     /// What a test request may carry in `Authorization`.
-    static let callers: [Caller] = [.none, .apiKey, .user("alice"), .bearer("not-a-credential")]
+    static let callers: [Caller] = [.none, .apiKey, .operatorKey, .user("alice"), .bearer("not-a-credential")]
 
     @Test func openRoutesGetAnAnonymousCredentialWhateverTheRequestCarries() async throws {
         try await Harness.with { h in
@@ -57,6 +57,7 @@ extension AuthorizationMatrixTests {
         switch caller {
         case .user(let user): headers.append(("Authorization", "Bearer \(h.jwt(user: user))"))
         case .apiKey: headers.append(("Authorization", "Bearer \(Harness.apiKey)"))
+        case .operatorKey: headers.append(("Authorization", "Bearer \(Harness.operatorKey)"))
         case .bearer(let token): headers.append(("Authorization", "Bearer \(token)"))
         case .none: break
         }

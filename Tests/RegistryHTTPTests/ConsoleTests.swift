@@ -88,4 +88,23 @@ import Testing
         #expect(script.contains("internal/v1/users/${id}/devices?view=operator"))
         #expect(!script.contains("/tokens"), "the fan-out carries tokens")
     }
+
+    /// The page asks for the read-only operator key, and every read of the
+    /// script is one that key may make (with the query it sends), so the
+    /// console never needs the internal key.
+    @Test func theConsoleAsksForTheOperatorKeyAndReadsOnlyWhatItAdmits() throws {
+        let page = String(decoding: PackageResources.console_html, as: UTF8.self)
+        #expect(page.contains("Operator key") && page.contains("DIR/secrets/operator.key") && page.contains("--operator-key-file"))
+        let script = String(decoding: PackageResources.app_js, as: UTF8.self)
+        let reads = script.matches(of: try Regex(#"[`']internal/v1/[^`']*"#)).map { String(script[$0.range].dropFirst()) }
+        #expect(reads.count >= 8)
+        for read in reads {
+            let parts = read.replacing(try Regex(#"\$\{[^}]*\}"#), with: "x").split(separator: "?", maxSplits: 1).map(String.init)
+            guard case .success(let match) = Router.match(method: "GET", path: "/" + parts[0]) else {
+                Issue.record("no route for \(read)")
+                continue
+            }
+            #expect(match.endpoint.admits(.operatorKey, query: parts.count > 1 ? parts[1] : nil), "\(read)")
+        }
+    }
 }

@@ -16,7 +16,8 @@ extension Harness {
                                     store: store, capabilities: Self.deliveryCapabilities, accepted: {})
         let verifier = JWTVerifier(configuration: JWTConfiguration(hs256Secret: Self.secret))
         let application = RegistryApplication(
-            store: store, authenticator: Authenticator(verifier: verifier, internalAPIKey: Array(Self.apiKey.utf8), clock: clock),
+            store: store, authenticator: Authenticator(verifier: verifier, internalAPIKey: Array(Self.apiKey.utf8),
+                                                                   operatorKey: Array(Self.operatorKey.utf8), clock: clock),
             metrics: RegistryMetrics(), logger: Logger(minimumLevel: .debug, sink: { logs.append($0) }), delivery: routes)
         return Harness(application: application, store: store, clock: clock, logs: logs, directory: directory)
     }

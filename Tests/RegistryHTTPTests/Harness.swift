@@ -56,6 +56,8 @@ extension JSONValue {
 enum Caller {
     case user(String)
     case apiKey
+    /// The read-only operator key.
+    case operatorKey
     case bearer(String)
     case none
 }
@@ -63,6 +65,7 @@ enum Caller {
 /// A `RegistryApplication` over a real LMDB store in a temporary directory.
 struct Harness {
     static let apiKey = "test-internal-api-key"
+    static let operatorKey = "test-read-only-operator-key"
     static let secret = Array("test-hs256-secret".utf8)
 
     let application: RegistryApplication
@@ -94,7 +97,8 @@ struct Harness {
         let verifier = JWTVerifier(configuration: JWTConfiguration(hs256Secret: secret))
         let application = RegistryApplication(
             store: store,
-            authenticator: Authenticator(verifier: verifier, internalAPIKey: Array(apiKey.utf8), clock: clock),
+            authenticator: Authenticator(verifier: verifier, internalAPIKey: Array(apiKey.utf8),
+                                         operatorKey: Array(operatorKey.utf8), clock: clock),
             metrics: RegistryMetrics(), logger: logger)
         let harness = Harness(application: application, store: store, clock: clock, logs: logs, directory: directory)
         defer {
@@ -119,6 +123,7 @@ struct Harness {
         switch caller {
         case .user(let user): headers.append(("Authorization", "Bearer \(jwt(user: user))"))
         case .apiKey: headers.append(("Authorization", "Bearer \(Self.apiKey)"))
+        case .operatorKey: headers.append(("Authorization", "Bearer \(Self.operatorKey)"))
         case .bearer(let token): headers.append(("Authorization", "Bearer \(token)"))
         case .none: break
         }

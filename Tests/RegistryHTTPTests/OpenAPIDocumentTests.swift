@@ -48,6 +48,7 @@ import Testing
         #expect(doc["info"]?["title"]?.string == "registryd")
         #expect(doc["components"]?["securitySchemes"]?["deviceJWT"]?["scheme"]?.string == "bearer")
         #expect(doc["components"]?["securitySchemes"]?["internalAPIKey"]?["scheme"]?.string == "bearer")
+        #expect(doc["components"]?["securitySchemes"]?["operatorKey"]?["scheme"]?.string == "bearer")
     }
 
     @Test func describesExactlyTheRouteTable() throws {
@@ -65,10 +66,12 @@ import Testing
                 guard case .object(let names) = requirement else { return [] }
                 return names.members.keys.sorted()
             }
-            let expected: [String] = switch endpoint.surface {
-            case .device: ["deviceJWT"]
-            case .internal: ["internalAPIKey"]
-            case .open: []
+            // Alternatives: the internal key, or the read-only operator key where the row admits it.
+            let expected: [String] = switch (endpoint.surface, endpoint.operatorAccess) {
+            case (.device, _): ["deviceJWT"]
+            case (.internal, .refused): ["internalAPIKey"]
+            case (.internal, .reads), (.internal, .operatorView): ["internalAPIKey", "operatorKey"]
+            case (.open, _): []
             }
             #expect(schemes == expected, "\(endpoint.label): security")
 

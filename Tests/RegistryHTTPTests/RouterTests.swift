@@ -1,3 +1,4 @@
+import Codecs
 import Testing
 @testable import RegistryHTTP
 

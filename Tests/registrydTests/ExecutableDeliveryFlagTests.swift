@@ -14,7 +14,10 @@ import Testing
     func refused(_ arguments: [String], naming flag: String, files: [String: String] = [:]) async throws {
         let directory = try Registryd.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        for (name, content) in files { try content.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8) }
+        for (name, content) in files {
+            try content.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: directory + "/" + name)
+        }
         let (status, _, errors) = try await Registryd.run(["serve"] + arguments, in: directory)
         #expect(status == 2, "\(errors)")
         #expect(errors.contains(flag), "\(errors)")

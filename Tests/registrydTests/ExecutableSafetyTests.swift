@@ -6,8 +6,10 @@ import Testing
 /// What the executable refuses before it writes anything: short secrets, a
 /// damaged generated secret, an address it cannot listen on, bad limits.
 extension ExecutableTests {
+    /// Writes a secret file, private to its owner as serve requires.
     private func write(_ text: String, to path: String) throws {
         try text.write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
     }
 
     @Test(arguments: ["--jwt-hs256-secret-file", "--internal-api-key-file"])
@@ -30,7 +32,8 @@ extension ExecutableTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let secrets = directory + "/registry-data/secrets"
         try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: secrets + "/internal-api.key", contents: Data())
+        #expect(FileManager.default.createFile(atPath: secrets + "/internal-api.key", contents: Data(),
+                                               attributes: [.posixPermissions: 0o600]))
         let (status, _, stderr) = try await run(["serve"], in: directory)
         #expect(status == 2)
         #expect(stderr.contains("internal-api.key"), "\(stderr)")

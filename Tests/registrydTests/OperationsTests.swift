@@ -184,14 +184,14 @@ import Testing
 
         let (status, stdout, stderr) = try await exe.run(["backup", "--to", "with", "--with-secrets"], in: directory)
         #expect(status == 0, "\(stderr)")
-        #expect(stdout.contains("secrets copied: internal-api.key, jwt-hs256.secret, token-keys"))
-        for name in ["internal-api.key", "jwt-hs256.secret", "token-keys"] {
+        #expect(stdout.contains("secrets copied: internal-api.key, jwt-hs256.secret, operator.key, token-keys"))
+        for name in ["internal-api.key", "jwt-hs256.secret", "operator.key", "token-keys"] {
             #expect(try Self.mode(directory + "/with/secrets/" + name) == 0o600)
             #expect(FileManager.default.contents(atPath: directory + "/with/secrets/" + name)
                     == FileManager.default.contents(atPath: directory + "/registry-data/secrets/" + name))
         }
         let manifest = try String(contentsOfFile: directory + "/with/backup.json", encoding: .utf8)
-        #expect(manifest.contains(#""secretsIncluded":["internal-api.key","jwt-hs256.secret","token-keys"]"#))
+        #expect(manifest.contains(#""secretsIncluded":["internal-api.key","jwt-hs256.secret","operator.key","token-keys"]"#))
         // With its secrets, the backup serves as it is.
         let (checked, _, checkErr) = try await exe.run(["check", "--data-dir", "with"], in: directory)
         #expect(checked == 0, "\(checkErr)")
@@ -370,7 +370,12 @@ import Testing
         let unit = try String(contentsOf: root.appendingPathComponent("tools/registryd.service"), encoding: .utf8)
         #expect(unit.contains("Type=notify\n"))
         #expect(unit.contains("ExecStart=/usr/local/bin/registryd serve --data-dir /var/lib/registryd\n"))
+        // The drop-in its comment gives for secret files (LoadCredential=, %d) parses too.
+        let dropIn = unit.split(separator: "\n").filter { $0.hasPrefix("#   LoadCredential=") || $0.hasPrefix("#   Environment=") }
+            .map { $0.dropFirst(4).replacingOccurrences(of: "/etc/registryd/apns-key.p8", with: "/etc/hostname") }
+        #expect(dropIn.count == 2, "\(dropIn)")
         try unit.replacingOccurrences(of: "/usr/local/bin/registryd", with: ExecutableTests.binary)
+            .replacingOccurrences(of: "[Service]\n", with: "[Service]\n" + dropIn.joined(separator: "\n") + "\n")
             .write(toFile: directory + "/registryd.service", atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")

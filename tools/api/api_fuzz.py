@@ -57,8 +57,8 @@ def main():
         description="Builds registryd, starts it on a fresh data directory on a free loopback port, checks "
                     "that it serves the document in the source tree, writes a few records, and runs "
                     "schemathesis against it: every operation of Sources/RegistryHTTP/OpenAPI/openapi.json "
-                    "with the credential its `security` names (a device JWT from `registryd mint-token`, or "
-                    "the generated internal API key). Fails on any 5xx, any answer the document does not "
+                    "with the credential its `security` names (a device JWT from `registryd mint-token`, "
+                    "the generated internal API key, or the generated read-only operator key). Fails on any 5xx, any answer the document does not "
                     "describe (status, content type, body schema, headers), invalid data accepted, an error "
                     "in the server log, or an unclean SIGTERM exit. Arguments after `--` go to "
                     "`schemathesis run`.")
@@ -98,7 +98,8 @@ def main():
         seed(server.port, jwt)
 
         environment = dict(os.environ, REGISTRYD_FUZZ_DEVICE_JWT=jwt,
-                           REGISTRYD_FUZZ_INTERNAL_KEY=registryd.internal_api_key(data_dir))
+                           REGISTRYD_FUZZ_INTERNAL_KEY=registryd.internal_api_key(data_dir),
+                           REGISTRYD_FUZZ_OPERATOR_KEY=registryd.operator_key(data_dir))
         command = [args.schemathesis, "--config-file", CONFIG, "--no-color", "run", DOCUMENT,
                    "--url", base_url, "--phases", args.phases,
                    "--max-examples", str(args.max_examples), "--seed", str(seed_value),

@@ -65,19 +65,26 @@ def check_headers(check, base_url):
         check.equal(f"{path} Cache-Control", headers.get("cache-control"), "no-store")
 
 
-def check_key(check, browser, key, device_jwt):
-    """No key: the key panel. A wrong key, or a device's token: a message that says which, and no data.
-    Then the right one."""
+def check_key(check, browser, operator_key, internal_key, device_jwt):
+    """No key: the key panel, asking for the operator key. A wrong key, or a device's token: a message that
+    says which, and no data. The internal key works too; forgotten, the operator key, which the pages then use."""
     browser.load()
     browser.wait(lambda: browser.driver.find_element("id", "key-panel").is_displayed(), "the key panel")
+    check.true("the key panel asks for the operator key", "Operator key" in browser.text("#key-panel h2")
+               and "operator.key" in browser.text("#key-panel"))
     for wrong, words in (("not-the-key-" + "x" * 20, "refused this key"), (device_jwt, "device token")):
         browser.driver.find_element("id", "key-input").send_keys(wrong + Keys.ENTER)
         browser.wait(lambda: words in browser.text("#key-message"), f"the message for a wrong key ({words!r})")
         check.true(f"a wrong key shows no data ({words!r})", browser.texts("[data-figure]") == [])
-    browser.driver.find_element("id", "key-input").send_keys(key + Keys.ENTER)
-    browser.wait(lambda: browser.driver.execute_script("return document.getElementById('page').dataset.page") == "overview",
-                 "the overview after the right key")
-    check.true("the right key hides the key panel", not browser.driver.find_element("id", "key-panel").is_displayed())
+    for name, key in (("internal", internal_key), ("operator", operator_key)):
+        if name == "operator":
+            browser.driver.find_element("id", "forget").click()
+            browser.wait(lambda: browser.driver.find_element("id", "key-panel").is_displayed(), "the key panel after forgetting")
+        browser.driver.find_element("id", "key-input").send_keys(key + Keys.ENTER)
+        browser.wait(lambda: not browser.driver.find_element("id", "key-panel").is_displayed()
+                     and browser.driver.execute_script("return document.getElementById('page').dataset.page") == "overview"
+                     and browser.texts("[data-figure]") != [], f"the overview after the {name} key")
+        check.true(f"the {name} key hides the key panel", not browser.driver.find_element("id", "key-panel").is_displayed())
 
 
 def check_pages(check, browser, api, ids, shots, refresh):
@@ -233,7 +240,7 @@ def run_store(store, binary, scratch, shots, refresh):
             f"{len(fill.tokens)} tokens, {len(ids)} notifications ({time.monotonic() - started:.1f} s)")
         check_headers(check, server.url)
         browser = Browser(server.url)
-        check_key(check, browser, key, jwts["alice"])
+        check_key(check, browser, registryd.operator_key(data_dir), key, jwts["alice"])
         check_pages(check, browser, api, ids, shots, jwts["judy"] if refresh else None)
         check_leaks(check, browser, server.url, fill.tokens)
         api.close()

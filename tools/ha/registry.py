@@ -3,8 +3,8 @@ that every acknowledged write is there (tools/ha-test without --db-only).
 
 Two `registryd serve --store postgres` nodes share one multi-host URL and the
 same secrets: the first generates DIR/secrets/{token-keys,internal-api.key,
-jwt-hs256.secret} on its first start; the second is given those files with
---token-key-file, --internal-api-key-file and --jwt-hs256-secret-file.
+operator.key,jwt-hs256.secret} on its first start; the second is given those files with
+--token-key-file, --internal-api-key-file, --operator-key-file and --jwt-hs256-secret-file.
 """
 
 import datetime
@@ -55,6 +55,7 @@ class RegistryNode:
         source = self.secrets_from or self
         return ["--token-key-file", os.path.join(source.secrets_dir, "token-keys"),
                 "--internal-api-key-file", os.path.join(source.secrets_dir, "internal-api.key"),
+                "--operator-key-file", os.path.join(source.secrets_dir, "operator.key"),
                 "--jwt-hs256-secret-file", os.path.join(source.secrets_dir, "jwt-hs256.secret")]
 
     def serve_flags(self):

@@ -123,6 +123,11 @@ def internal_api_key(data_dir):
     return read_secret(os.path.join(data_dir, "secrets", "internal-api.key"))
 
 
+def operator_key(data_dir):
+    """The read-only operator key `registryd serve` generated in DATA_DIR/secrets/."""
+    return read_secret(os.path.join(data_dir, "secrets", "operator.key"))
+
+
 def mint_token(binary, data_dir, user, ttl="1h", flags=(), timeout=60):
     """A device JWT for `user` from `registryd mint-token` (HS256, the secret serve uses with the same flags)."""
     command = [binary, "mint-token", "--data-dir", data_dir, "--user", user, "--ttl", ttl, *flags]

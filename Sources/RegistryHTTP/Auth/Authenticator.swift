@@ -7,21 +7,26 @@ import RegistryCore
 ///
 /// 401 versus 403, as docs/api.md says: a missing, malformed, expired or wrongly
 /// signed credential is 401; a *valid* credential of the wrong kind (a device
-/// JWT on `/internal`, the API key on `/v1`) is 403. The API key is compared
-/// in constant time; JWT verification is cached inside `JWTVerifier`, so
+/// JWT on `/internal`, either API key on `/v1`) is 403. Which internal routes
+/// the read-only operator key may call is the route's own rule
+/// (`Endpoint.admits`). The keys are compared in constant time, both of them
+/// every time; JWT verification is cached inside `JWTVerifier`, so
 /// RS256/ES256 cost is paid once per token. An open route is `.anonymous`
 /// without a look at `Authorization`: no credential is checked there, so
 /// none is granted.
 public struct Authenticator: Sendable {
     public let verifier: JWTVerifier
     private let apiKey: [UInt8]
+    private let operatorKey: [UInt8]
     /// The service's wall clock: token expiry here, and "now" wherever the
     /// application needs one (`RegistryApplication.now`).
     let clock: any WallClock
 
-    public init(verifier: JWTVerifier, internalAPIKey: [UInt8], clock: any WallClock) {
+    /// `operatorKey` empty: no read-only key is accepted.
+    public init(verifier: JWTVerifier, internalAPIKey: [UInt8], operatorKey: [UInt8], clock: any WallClock) {
         self.verifier = verifier
         self.apiKey = internalAPIKey
+        self.operatorKey = operatorKey
         self.clock = clock
     }
 
@@ -33,16 +38,20 @@ public struct Authenticator: Sendable {
         guard let token = Self.bearerToken(header) else {
             return .failure(.unauthenticated("Authorization header must be 'Bearer <credential>'"))
         }
-        let isAPIKey = !apiKey.isEmpty && constantTimeEquals(Array(token.utf8), apiKey)
+        let bytes = Array(token.utf8)
+        let isAPIKey = !apiKey.isEmpty && constantTimeEquals(bytes, apiKey)
+        let isOperatorKey = !operatorKey.isEmpty && constantTimeEquals(bytes, operatorKey)
         switch surface {
         case .internal:
-            if isAPIKey { return .success(.operatorKey) }
+            if isAPIKey { return .success(.internalKey) }
+            if isOperatorKey { return .success(.operatorKey) }
             if case .success = verifyDevice(token) {
                 return .failure(.forbidden("a device token cannot call the internal API"))
             }
             return .failure(.unauthenticated("Authorization: the internal API key is not valid"))
         case .device:
             if isAPIKey { return .failure(.forbidden("the internal API key cannot call the device API")) }
+            if isOperatorKey { return .failure(.forbidden("the operator key cannot call the device API")) }
             return verifyDevice(token).map { .device(userId: $0) }
         case .open:
             return .success(.anonymous)

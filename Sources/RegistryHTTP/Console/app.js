@@ -1,12 +1,13 @@
 // registryd operator console. Every figure comes from the internal API,
 // read with the key this tab keeps in sessionStorage (no cookie, so no
-// cross-site request can use it). Values reach the page through
+// cross-site request can use it): the read-only operator key, which every
+// read here admits (the internal key works too). Values reach the page through
 // textContent and attributes only: the Content-Security-Policy requires
 // Trusted Types, so an innerHTML with data would throw. No read returns a
 // token (the operator views carry fingerprints).
 'use strict';
 
-const KEY = 'registryd.internalApiKey';
+const KEY = 'registryd.consoleKey';
 const REFRESH_MS = 10000;
 const STATES = ['queued', 'sending', 'delivered', 'failed', 'unknown', 'expired', 'cancelled'];
 const REASONS = ['feedback', 'signOut', 'permissionWithdrawn', 'deleted', 'movedToDevice', 'movedToUser',
@@ -157,7 +158,9 @@ async function api(path) {
   const body = await response.json().catch(() => ({}));
   const error = body.error || {};
   if (response.status === 401) throw new KeyRefused('The server refused this key: ' + (error.message || 'unauthenticated') + '.');
-  if (response.status === 403) throw new KeyRefused('That is a device token; the console needs the internal API key.');
+  if (response.status === 403) {
+    throw new KeyRefused('Not a key for this console (' + (error.message || 'forbidden') + '): paste the operator key.');
+  }
   if (!response.ok) throw new ApiError(response.status, error.code, error.message || response.statusText);
   return body;
 }

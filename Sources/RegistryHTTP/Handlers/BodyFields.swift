@@ -1,3 +1,4 @@
+import Codecs
 import JSON
 import RegistryCore
 

@@ -14,16 +14,6 @@ struct Endpoint: Sendable {
         /// `/healthz`, `/openapi.json`, the console's files: anyone (they hold no one's data).
         case open
 
-        /// Whether a handler on this surface may run with `credential`:
-        /// each surface takes its own kind only, so a handler never sees a
-        /// caller admission would have refused.
-        func admits(_ credential: Credential) -> Bool {
-            switch (self, credential) {
-            case (.device, .device), (.internal, .operatorKey), (.open, .anonymous): true
-            default: false
-            }
-        }
-
         /// docs/api.md's body limit: 16 KiB on the device API, 1 MiB on the
         /// internal API. It bounds every request on the surface, so a
         /// bodiless route still refuses a large declared body with 413.
@@ -45,6 +35,27 @@ struct Endpoint: Sendable {
         case write(@Sendable (RegistryApplication, Call) async throws -> HTTPResponse)
     }
 
+    /// What the read-only operator key may do on an internal route.
+    enum OperatorAccess: Sendable {
+        /// Nothing (403): writes, feedback, cancel, the token-bearing
+        /// sender reads, `/metrics` (which keeps the internal key's rule).
+        case refused
+        /// Read: the route answers no token (the stats, notifications and
+        /// their deliveries, history, the operator reads).
+        case reads
+        /// Read with `view=operator` only: a sender read whose operator
+        /// view carries fingerprints where the sender view has tokens.
+        case operatorView
+
+        func admits(query: String?) -> Bool {
+            switch self {
+            case .refused: false
+            case .reads: true
+            case .operatorView: ((try? QueryParameters(query).single("view")) ?? nil) == "operator"
+            }
+        }
+    }
+
     /// A path segment of the template.
     enum Segment: Sendable, Equatable {
         case literal([UInt8])
@@ -57,6 +68,8 @@ struct Endpoint: Sendable {
     let method: String
     let segments: [Segment]
     let surface: Surface
+    /// What the read-only operator key may do here (`.refused` off the internal surface).
+    let operatorAccess: OperatorAccess
     /// Whether a body must be JSON (checked for media type and parsed by the handler).
     let takesJSON: Bool
     let maxBodyBytes: Int
@@ -68,7 +81,28 @@ struct Endpoint: Sendable {
         return nil
     }
 
-    init(_ label: String, _ surface: Surface, json takesJSON: Bool = false, _ handler: Handler) {
+    /// Whether the handler may run with `credential` for a request with
+    /// `query`: each surface takes its own kind only, and the operator key
+    /// only where `operatorAccess` lets it; so a handler never sees a
+    /// caller admission would have refused.
+    func admits(_ credential: Credential, query: String?) -> Bool {
+        switch (surface, credential) {
+        case (.device, .device), (.internal, .internalKey), (.open, .anonymous): true
+        case (.internal, .operatorKey): operatorAccess.admits(query: query)
+        default: false
+        }
+    }
+
+    /// Why the operator key is refused here (a 403's message).
+    var operatorKeyRefusal: String {
+        switch operatorAccess {
+        case .operatorView: "the operator key reads this route only with view=operator (fingerprints, never a token)"
+        case .refused, .reads: "the operator key is read-only: \(label) needs the internal API key"
+        }
+    }
+
+    init(_ label: String, _ surface: Surface, json takesJSON: Bool = false, operator operatorAccess: OperatorAccess = .refused,
+         _ handler: Handler) {
         let parts = label.split(separator: " ", maxSplits: 1)
         precondition(parts.count == 2 && parts[1].hasPrefix("/"), "an endpoint is 'METHOD /path': \(label)")
         self.label = label
@@ -78,6 +112,8 @@ struct Endpoint: Sendable {
                 ? .parameter(String(part.dropFirst().dropLast())) : .literal(Array(part.utf8))
         }
         self.surface = surface
+        precondition(surface == .internal || operatorAccess == .refused, "the operator key is for internal routes only: \(label)")
+        self.operatorAccess = operatorAccess
         self.takesJSON = takesJSON
         maxBodyBytes = surface.maxBodyBytes
         self.handler = handler

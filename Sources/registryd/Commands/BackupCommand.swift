@@ -30,9 +30,9 @@ enum BackupCommand: Subcommand {
             `registryd check --data-dir DIR`. The copy holds every token: keep it like the data
             directory. Tokens in it are sealed: without the token keys (DIR/secrets/token-keys or
             --token-key-file) it discloses no token and cannot be served. Secrets (DIR/secrets:
-            the token keys, the generated JWT secret and internal API key) are copied only with
-            --with-secrets; without them, restore with the old key files
-            (--token-key-file, --jwt-hs256-secret-file, --internal-api-key-file). With them, the
+            the token keys, the generated JWT secret, internal API key and operator key) are copied
+            only with --with-secrets; without them, restore with the old key files (--token-key-file,
+            --jwt-hs256-secret-file, --internal-api-key-file, --operator-key-file). With them, the
             backup alone discloses every token and lets its holder mint device JWTs and call the
             internal API: store it where only operators can read it. Key files given by flags
             are never copied.

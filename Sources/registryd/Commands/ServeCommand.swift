@@ -35,7 +35,8 @@ enum ServeCommand: Subcommand {
             requests in flight and exit 0; a failed LMDB commit (EIO, ENOSPC) exits 1.
             With --store postgres the registry is the database --postgres-url names, and any
             number of servers may serve it: give every one the same --token-key-file,
-            --internal-api-key-file and JWT key (DIR/secrets then holds only what is not given).
+            --internal-api-key-file, --operator-key-file and JWT key (DIR/secrets then holds only
+            what is not given).
             A database unreachable at start is retried for --postgres-startup-timeout, then
             serve exits 1; one lost later answers 503 (also /healthz) until it is back.
             """,
@@ -51,6 +52,7 @@ enum ServeCommand: Subcommand {
     static func run(_ arguments: Arguments) throws -> Int32 {
         let settings = try Settings(arguments)
         let keys = try AuthKeys.configured(settings)
+        try settings.refuseSecretFilesOpenToOthers()
         let providers = try settings.delivery.map(DeliverySetup.providers)
         let logger = Logger(minimumLevel: settings.logLevel)
 
@@ -101,8 +103,8 @@ enum ServeCommand: Subcommand {
         }
         let application = RegistryApplication(
             store: store,
-            authenticator: Authenticator(verifier: JWTVerifier(configuration: auth.jwt),
-                                         internalAPIKey: auth.internalAPIKey, clock: SystemClock()),
+            authenticator: Authenticator(verifier: JWTVerifier(configuration: auth.jwt), internalAPIKey: auth.internalAPIKey,
+                                         operatorKey: auth.operatorKey, clock: SystemClock()),
             metrics: metrics, logger: logger, delivery: delivery?.routes)
         let server = HTTPServer(configuration: settings.server, application: application)
         // The sender stops after the server (no new notification) and before the store (its last settlements).
@@ -123,7 +125,8 @@ enum ServeCommand: Subcommand {
         logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)"))] + settings.backend.logFields
                     + [("dataDir", .string(settings.dataDirectory)), ("maxConnections", .int(Int64(server.connectionLimit))),
                        ("delivery", .string(settings.delivery?.providerNames.joined(separator: ",") ?? "off")),
-                       ("apnsTopics", .array((settings.delivery?.apns?.topics.keys.sorted() ?? []).map { .string($0) }))])
+                       ("apnsTopics", .array((settings.delivery?.apns?.topics.keys.sorted() ?? []).map { .string($0) }))]
+                    + (settings.delivery?.proxy.map { [("deliveryProxy", .string($0.description))] } ?? []))
 
         ServiceManagerNotifier.notify("READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(shownHost):\(server.boundPort)")
 

@@ -62,6 +62,9 @@ enum Flags {
         Flag(name: "jwt-audience", value: "S", summary: "required `aud` of device JWTs", defaultValue: "not checked"),
         Flag(name: "internal-api-key-file", value: "F", summary: "bearer key of the internal API (at least 32 bytes)",
              defaultValue: "generated in DIR/secrets/internal-api.key"),
+        Flag(name: "operator-key-file", value: "F",
+             summary: "read-only bearer key (at least 32 bytes): the console's reads, stats, notifications, history, no token",
+             defaultValue: "generated in DIR/secrets/operator.key"),
         Flag(name: "token-key-file", value: "F",
              summary: "the keys tokens are sealed and indexed with at rest (guard and back up like a password)",
              defaultValue: "generated in DIR/secrets/token-keys"),
@@ -101,6 +104,11 @@ enum Flags {
         Flag(name: "max-queued-deliveries", value: "N",
              summary: "deliveries not yet sent (queued or sending, every node's) above which a notification is refused with 503 queue_full",
              defaultValue: "5000000"),
+        // Every provider's connections (serve).
+        Flag(name: "delivery-proxy", value: "URL",
+             summary: "an HTTP CONNECT proxy (http:// or https://, optionally user:password@) every provider connection goes "
+                 + "through; without it they go straight out, whatever https_proxy or ALL_PROXY say",
+             defaultValue: "none: direct"),
         // Per-command flags: they describe one run, so no environment variable sets them.
         Flag(name: "user", value: "U", summary: "the JWT's subject (a user id)", defaultValue: nil, readsEnvironment: false),
         Flag(name: "ttl", value: "D", summary: "the JWT's lifetime", defaultValue: "1h", readsEnvironment: false),
@@ -110,7 +118,7 @@ enum Flags {
              readsEnvironment: false),
         Flag(name: "to", value: "DIR", summary: "the backup's directory: absent or empty", defaultValue: nil, readsEnvironment: false),
         Flag(name: "with-secrets", value: nil,
-             summary: "also copy DIR/secrets (token keys, JWT secret, internal API key) into the backup",
+             summary: "also copy DIR/secrets (token keys, JWT secret, internal API and operator keys) into the backup",
              defaultValue: nil, readsEnvironment: false),
         Flag(name: "from", value: "FILE", summary: "export lines to read", defaultValue: "standard input", readsEnvironment: false),
         Flag(name: "server-wait", value: "D",
@@ -128,11 +136,13 @@ enum Flags {
     /// The data directory, the backend and the store's rules: every command that opens a registry.
     static let store = ["data-dir", "store", "postgres-url", "postgres-pool-size", "device-ttl", "activity-ttl",
                         "max-devices-per-user", "max-activities-per-device", "apps", "token-key-file", "log-level"]
-    static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file"]
+    static let auth = ["jwt-hs256-secret-file", "jwt-jwks-file", "jwt-issuer", "jwt-audience", "internal-api-key-file",
+                       "operator-key-file"]
     static let fcm = ["fcm-service-account", "fcm-url", "fcm-token-url", "fcm-ca-file", "fcm-request-timeout"]
     static let apns = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-production-url",
                        "apns-sandbox-url", "apns-ca-file", "apns-request-timeout", "apns-ping-interval",
                        "apns-sandbox-key-file", "apns-sandbox-key-id"]
     static let serve = store + ["postgres-startup-timeout", "listen", "sweep-interval", "max-connections",
-                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns + fcm + ["max-queued-deliveries"]
+                                "max-connections-per-address", "header-timeout", "body-timeout"] + auth + apns + fcm
+        + ["max-queued-deliveries", "delivery-proxy"]
 }

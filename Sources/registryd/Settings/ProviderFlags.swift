@@ -1,6 +1,9 @@
+import HTTP2
+
 /// What every delivery provider's flags share (`--apns-*`, `--fcm-*`): the
 /// hosts are `https://` URLs (TLS is always verified), an extra CA is a
-/// file name, and a request timeout lies between 1 s and 10 minutes.
+/// file name, a request timeout lies between 1 s and 10 minutes; and the
+/// one proxy they all go through (`--delivery-proxy`).
 enum ProviderFlags {
     /// The `https://` URL `flag` gives, or `nil` when it is not given.
     static func httpsURL(_ arguments: Arguments, _ flag: String) throws(Arguments.Failure) -> String? {
@@ -25,5 +28,16 @@ enum ProviderFlags {
             throw Arguments.Failure(description: "--\(flag) must be from 1s to 600s")
         }
         return timeout
+    }
+
+    /// `--delivery-proxy`, or `nil` when it is not given. A refusal names
+    /// the flag and what is wrong, never the value (it may hold a password).
+    static func proxy(_ arguments: Arguments) throws(Arguments.Failure) -> HTTP2Proxy? {
+        guard let (url, source) = arguments.value("delivery-proxy") else { return nil }
+        do {
+            return try HTTP2Proxy.parse(url)
+        } catch {
+            throw Arguments.Failure(description: "\(source) \(error)")
+        }
     }
 }

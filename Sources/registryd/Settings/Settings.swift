@@ -25,6 +25,8 @@ struct Settings {
     var issuer: String?
     var audience: String?
     var internalAPIKeyFile: String?
+    /// `--operator-key-file`: the read-only key; `DIR/secrets/operator.key` when nil.
+    var operatorKeyFile: String?
     /// `--token-key-file`; `DIR/secrets/token-keys` when nil.
     var tokenKeyFile: String?
     var sweepInterval: Duration = .seconds(3600)
@@ -50,6 +52,7 @@ struct Settings {
         hs256SecretFile = try Self.nonEmpty(arguments, "jwt-hs256-secret-file")
         jwksFile = try Self.nonEmpty(arguments, "jwt-jwks-file")
         internalAPIKeyFile = try Self.nonEmpty(arguments, "internal-api-key-file")
+        operatorKeyFile = try Self.nonEmpty(arguments, "operator-key-file")
         tokenKeyFile = try Self.nonEmpty(arguments, "token-key-file")
         issuer = try Self.nonEmpty(arguments, "jwt-issuer")
         audience = try Self.nonEmpty(arguments, "jwt-audience")

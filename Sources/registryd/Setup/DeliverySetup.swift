@@ -13,11 +13,11 @@ struct DeliverySetup {
     let sender: DeliverySender
     let routes: DeliveryRoutes
 
-    /// Every configured provider, one line each.
+    /// Every configured provider, one line each, connecting through the proxy when there is one.
     static func providers(_ settings: DeliverySettings) throws -> DeliveryProviders {
         DeliveryProviders([
-            try settings.apns.map(APNsSetup.provider),
-            try settings.fcm.map(FCMSetup.provider),
+            try settings.apns.map { try APNsSetup.provider($0, proxy: settings.proxy) },
+            try settings.fcm.map { try FCMSetup.provider($0, proxy: settings.proxy) },
         ].compactMap { $0 })
     }
 

@@ -1,4 +1,5 @@
 import FCM
+import HTTP2
 import RegistryCore
 
 /// The FCM provider of `--fcm-*`: each app's service account (a file that
@@ -6,7 +7,7 @@ import RegistryCore
 /// flag: exit 2, naming the file) and the HTTP/2 client. Made before
 /// anything is written, started with the sender.
 enum FCMSetup {
-    static func provider(_ settings: FCMSettings) throws -> any DeliveryProvider {
+    static func provider(_ settings: FCMSettings, proxy: HTTP2Proxy?) throws -> any DeliveryProvider {
         var accounts: [String: ServiceAccount] = [:]
         for (appId, file) in settings.serviceAccounts {
             do {
@@ -18,6 +19,7 @@ enum FCMSetup {
         var configuration = FCMConfiguration(fcmURL: settings.fcmURL, tokenURL: settings.tokenURL, caFile: settings.caFile,
                                              requestTimeout: settings.requestTimeout)
         configuration.http.threadNiceness = DeliverySetup.senderNiceness
+        configuration.http.proxy = proxy
         do {
             return try FCMProvider(configuration: configuration, accounts: accounts)
         } catch {

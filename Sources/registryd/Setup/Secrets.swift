@@ -1,10 +1,12 @@
 import Codecs
 import Foundation
 import Glibc
+import SecretFiles
 
 /// Secret and key files: read as bytes with one trailing newline removed
-/// (docs/api.md), or generated on first start under `DATA_DIR/secrets/` with mode
-/// 0600 (the directory 0700). Generated secrets are 32 random bytes written as
+/// (docs/api.md), only when private to their owner (`SecretFile`), or
+/// generated on first start under `DATA_DIR/secrets/` with mode 0600 (the
+/// directory 0700), whatever the umask. Generated secrets are 32 random bytes written as
 /// 64 hex characters and a newline, so they can be pasted into a client.
 ///
 /// A generated file appears whole or not at all: it is written to a
@@ -14,15 +16,21 @@ import Glibc
 enum Secrets {
     static let generatedHS256Name = "jwt-hs256.secret"
     static let generatedAPIKeyName = "internal-api.key"
+    static let generatedOperatorKeyName = "operator.key"
+    /// Every secret `serve` may generate besides the token keys.
+    static let generatedNames = [generatedHS256Name, generatedAPIKeyName, generatedOperatorKeyName]
     /// RFC 7518 §3.2: an HS256 key must be at least as long as the hash (32
-    /// bytes). The internal API key is held to the same floor.
+    /// bytes). The internal API and operator keys are held to the same floor.
     static let minimumBytes = 32
 
     /// The file's bytes minus one trailing newline, at least `minimumBytes`
-    /// long; failures name `flag`.
+    /// long, from a file closed to group and others; failures name `flag`.
     static func read(_ path: String, flag: String, minimumBytes: Int = 1) throws(Arguments.Failure) -> [UInt8] {
-        guard var bytes = DurableFile.read(path) else {
-            throw Arguments.Failure(description: "--\(flag): cannot read '\(path)'")
+        var bytes: [UInt8]
+        do {
+            bytes = try SecretFile.read(path)
+        } catch {
+            throw Arguments.Failure(description: "--\(flag): \(error)")
         }
         if bytes.last == 0x0A { bytes.removeLast() }
         guard !bytes.isEmpty else { throw Arguments.Failure(description: "--\(flag): '\(path)' is empty") }

@@ -1,3 +1,4 @@
+import Codecs
 @testable import HTTPServer
 @testable import RegistryHTTP
 

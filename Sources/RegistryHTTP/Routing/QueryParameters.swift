@@ -1,23 +1,5 @@
 import Codecs
 
-/// RFC 3986 percent-decoding of one path segment or query component.
-/// `+` is kept as `+` (it is not a space outside HTML forms, and iOS's
-/// `URLComponents` does not encode it). The result must be valid UTF-8.
-enum PercentDecoding {
-    static func decode(_ text: String) -> String? {
-        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
-        var out: [UInt8] = []
-        var bytes = text.utf8.makeIterator()
-        while let b = bytes.next() {
-            guard b == UInt8(ascii: "%") else { out.append(b); continue }
-            guard let hi = bytes.next().flatMap(Hex.digitValue),
-                  let lo = bytes.next().flatMap(Hex.digitValue) else { return nil }
-            out.append(hi << 4 | lo)
-        }
-        return String(validating: out, as: UTF8.self)
-    }
-}
-
 /// A parsed query string: `name=value` pairs split on `&`, both decoded.
 struct QueryParameters {
     private var values: [String: [String]] = [:]

@@ -1,0 +1,124 @@
+import APNsTestSupport
+import Foundation
+import Glibc
+import RegistrydTestSupport
+import Testing
+
+/// Files holding secrets must be private to their owner (`mode & 077 == 0`):
+/// `serve` refuses any other, naming the file and the `chmod 600` that
+/// mends it, before it writes anything; and what it generates itself is
+/// 0600 in a 0700 folder, whatever the umask it was started with.
+@Suite(.serialized) struct ExecutableSecretFileTests {
+    /// A secret of 32 random-looking bytes as hex, as serve generates them.
+    static let hexSecret = String(repeating: "5e", count: 32) + "\n"
+    /// A well-formed token key file.
+    static let tokenKeys = "registryd-token-keys 1\nindex \(String(repeating: "1a", count: 32))\n"
+        + "seal 1 \(String(repeating: "2b", count: 32)) current\nend\n"
+
+    /// The modes refused: any bit for group or others.
+    static let openModes: [mode_t] = [0o644, 0o640, 0o604, 0o620, 0o602]
+
+    /// A flag whose file holds a secret: the arguments naming `file`, and the file's content.
+    struct SecretFlag: CustomStringConvertible, Sendable {
+        let flag: String
+        let arguments: @Sendable (String) -> [String]
+        let content: @Sendable () async throws -> String
+        var description: String { flag }
+    }
+
+    static let flags: [SecretFlag] = [
+        SecretFlag(flag: "--jwt-hs256-secret-file", arguments: { ["--jwt-hs256-secret-file", $0] }, content: { hexSecret }),
+        SecretFlag(flag: "--internal-api-key-file", arguments: { ["--internal-api-key-file", $0] }, content: { hexSecret }),
+        SecretFlag(flag: "--operator-key-file", arguments: { ["--operator-key-file", $0] }, content: { hexSecret }),
+        SecretFlag(flag: "--token-key-file", arguments: { ["--token-key-file", $0] }, content: { tokenKeys }),
+        SecretFlag(flag: "--apns-key-file", arguments: {
+            ["--apns-key-file", $0, "--apns-key-id", FakeAPNs.keyId, "--apns-team-id", FakeAPNs.teamId,
+             "--apns-topic", "default=\(FakeAPNs.topic)"]
+        }, content: { try await privateKey("EC", "ec_paramgen_curve:P-256") }),
+        SecretFlag(flag: "--fcm-service-account", arguments: { ["--fcm-service-account", "default=\($0)"] }, content: {
+            let key = try await privateKey("RSA", "rsa_keygen_bits:2048")
+            let account: [String: String] = [
+                "type": "service_account", "project_id": "registry-test", "private_key_id": "k1", "private_key": key,
+                "client_email": "registryd@registry-test.iam.gserviceaccount.com", "token_uri": "https://oauth2.googleapis.com/token",
+            ]
+            return String(decoding: try JSONSerialization.data(withJSONObject: account), as: UTF8.self)
+        }),
+    ]
+
+    /// A PKCS#8 PEM private key from `openssl genpkey`.
+    static func privateKey(_ algorithm: String, _ option: String) async throws -> String {
+        let pem = try #require(await offThePool { shell(["openssl", "genpkey", "-algorithm", algorithm, "-pkeyopt", option]) })
+        return String(decoding: pem, as: UTF8.self)
+    }
+
+    /// Every entry under `directory`, recursively, with its mode.
+    static func entries(_ directory: String) -> [String: mode_t] {
+        var found: [String: mode_t] = [:]
+        for name in FileManager.default.enumerator(atPath: directory)?.allObjects as? [String] ?? [] {
+            var status = stat()
+            if lstat(directory + "/" + name, &status) == 0 { found[name] = status.st_mode & 0o777 }
+        }
+        return found
+    }
+
+    @Test(arguments: flags)
+    func aSecretFileOpenToGroupOrOthersStopsServeNamingItAndTheChmod(_ secret: SecretFlag) async throws {
+        let directory = try Registryd.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/secret"
+        try await secret.content().write(toFile: file, atomically: false, encoding: .utf8)
+        for mode in Self.openModes {
+            #expect(chmod(file, mode) == 0)
+            let before = Self.entries(directory)
+            let (status, _, errors) = try await Registryd.run(["serve", "--listen", "127.0.0.1:0"] + secret.arguments(file),
+                                                              in: directory)
+            #expect(status == 2, "mode \(String(mode, radix: 8)): \(errors)")
+            #expect(errors.contains(secret.flag) && errors.contains("chmod 600 \(file)")
+                    && errors.contains("mode \(String(mode, radix: 8))"), "\(errors)")
+            #expect(Self.entries(directory) == before, "nothing is written before the secrets are known to be private")
+        }
+        // The same file, private, is taken (serve then runs until stopped).
+        #expect(chmod(file, 0o600) == 0)
+        let server = try await RegistrydServer(arguments: secret.arguments(file), directory: directory)
+        #expect(server.port > 0, "\(server.log)")
+        #expect(server.stop() == 0)
+    }
+
+    /// The data directory's own secret files, generated by an earlier start
+    /// and opened up since (a restore with another umask, a chmod): refused
+    /// the same way, before a lock file, a store or another secret is made.
+    @Test(arguments: ["token-keys", "internal-api.key", "jwt-hs256.secret", "operator.key"])
+    func aSecretInTheDataDirectoryOpenToOthersIsRefusedBeforeAnythingIsWritten(_ name: String) async throws {
+        let directory = try Registryd.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let secrets = directory + "/registry-data/secrets"
+        try FileManager.default.createDirectory(atPath: secrets, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let file = secrets + "/" + name
+        try (name == "token-keys" ? Self.tokenKeys : Self.hexSecret).write(toFile: file, atomically: false, encoding: .utf8)
+        #expect(chmod(file, 0o640) == 0)
+        let before = Self.entries(directory)
+        let (status, _, errors) = try await Registryd.run(["serve", "--listen", "127.0.0.1:0"], in: directory)
+        #expect(status == 2, "\(errors)")
+        #expect(errors.contains("chmod 600 ./registry-data/secrets/\(name)") && errors.contains("mode 640"), "\(errors)")
+        #expect(Self.entries(directory) == before, "nothing is written")
+    }
+
+    /// `umask 000` would leave a plainly created file 0666: what serve
+    /// generates (the folder, the JWT secret, the internal API key, the
+    /// operator key, the token keys) is still 0700 and 0600.
+    @Test func generatedSecretsArePrivateWhateverTheUmask() async throws {
+        let directory = try Registryd.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let withoutUmask = ["/bin/sh", "-c", #"umask 000 && exec "$0" "$@""#]
+        let server = try await RegistrydServer(arguments: [], directory: directory, launcher: withoutUmask)
+        #expect(server.port > 0, "\(server.log)")
+        #expect(server.stop() == 0)
+        let secrets = directory + "/registry-data/secrets"
+        var status = stat()
+        #expect(stat(secrets, &status) == 0 && status.st_mode & 0o777 == 0o700)
+        let generated = Self.entries(secrets)
+        #expect(Set(generated.keys) == ["jwt-hs256.secret", "internal-api.key", "operator.key", "token-keys"], "\(generated)")
+        for (name, mode) in generated { #expect(mode == 0o600, "\(name): \(String(mode, radix: 8))") }
+    }
+}
