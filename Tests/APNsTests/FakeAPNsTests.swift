@@ -153,6 +153,10 @@ struct FakeAPNsTests {
 
     /// `--apns-ping-interval`: a connection idle that long is replaced
     /// before the next request (libcurl counts idle time in whole seconds).
+    /// Only the replacement is asserted: a sleep is a lower bound, so the
+    /// idle time passed for certain, whereas "not yet idle" would depend on
+    /// how soon a busy machine runs the next request (reuse within the
+    /// interval is every other test's: they share one connection).
     @Test func aConnectionIdleForThePingIntervalIsReplaced() async throws {
         let fake = try await FakeAPNs.start(script: #"{"tokens": {}}"#)
         var configuration = fake.configuration()
@@ -160,12 +164,10 @@ struct FakeAPNsTests {
         let client = try APNsClient(configuration: configuration, tokens: fake.tokens())
         client.start()
         #expect(await client.send(request(token("d1"))).status == 200)
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(await client.send(request(token("d2"))).status == 200)
         try await Task.sleep(for: .milliseconds(2300))
         #expect(await client.send(request(token("d3"))).status == 200)
-        let connections = try await fake.log(count: 3).map { $0["connection"]?.exactInt64 ?? 0 }
-        #expect(connections == [1, 1, 2])
+        let connections = try await fake.log(count: 2).map { $0["connection"]?.exactInt64 ?? 0 }
+        #expect(connections == [1, 2])
         await offThePool { client.stop() }
         await fake.stop()
     }
