@@ -12,8 +12,7 @@ struct StreamDeadlines {
         var isCurrent: Bool { transfer.submission != nil && transfer.streams == stream }
     }
 
-    private var items: [Entry] = []
-    private var head = 0
+    private var items = FIFO<Entry>()
 
     mutating func append(_ transfer: Transfer, deadline: ContinuousClock.Instant) {
         items.append(Entry(transfer: transfer, stream: transfer.streams, deadline: deadline))
@@ -21,28 +20,16 @@ struct StreamDeadlines {
 
     /// The earliest deadline of a stream still waiting for its answer.
     mutating func next() -> ContinuousClock.Instant? {
-        while head < items.count, !items[head].isCurrent { advance() }
-        return head < items.count ? items[head].deadline : nil
+        while let first = items.first, !first.isCurrent { _ = items.popFirst() }
+        return items.first?.deadline
     }
 
     /// The transfers whose deadline passed by `now`, removed.
     mutating func overdue(at now: ContinuousClock.Instant) -> [Transfer] {
         var due: [Transfer] = []
-        while let deadline = next(), deadline <= now {
-            due.append(items[head].transfer)
-            advance()
+        while let deadline = next(), deadline <= now, let entry = items.popFirst() {
+            due.append(entry.transfer)
         }
         return due
-    }
-
-    private mutating func advance() {
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 1024 && head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
     }
 }

@@ -20,7 +20,7 @@ final class TransferLoop {
     private let cap: Int
     /// Requests waiting for a stream, and streams in flight, per origin
     /// (a provider has one origin per host it speaks to: a handful).
-    private var queued: [String: SubmissionQueue] = [:]
+    private var queued: [String: FIFO<Submission>] = [:]
     private var inFlight: [String: Int] = [:]
     /// Every handle made, so the idle ones and those in flight stay alive.
     private var transfers: [Transfer] = []
@@ -43,7 +43,7 @@ final class TransferLoop {
                 swap(&taken, &mailbox.submissions)
                 return mailbox.phase
             }
-            for submission in taken { queued[submission.request.origin, default: SubmissionQueue()].append(submission) }
+            for submission in taken { queued[submission.request.origin, default: FIFO()].append(submission) }
             taken.removeAll(keepingCapacity: true)
             var deadline: ContinuousClock.Instant?
             if case .stopping(let until) = phase {
@@ -151,29 +151,5 @@ final class TransferLoop {
             inFlight[submission.request.origin, default: 0] -= 1
             submission.completion(mayHaveBeenWritten ? .uncertain("stopped") : .notSent("stopped before sending"))
         }
-    }
-}
-
-/// A FIFO of submissions that pops without shifting the array.
-struct SubmissionQueue {
-    private var items: [Submission] = []
-    private var head = 0
-
-    var isEmpty: Bool { head == items.count }
-
-    mutating func append(_ submission: Submission) { items.append(submission) }
-
-    mutating func popFirst() -> Submission? {
-        guard head < items.count else { return nil }
-        let first = items[head]
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 1024 && head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return first
     }
 }
