@@ -16,7 +16,8 @@ The launcher tools/bench runs `python3 -m benchlib` with tools/ on the path. The
   report      the Markdown report: header, the rates table, notes, figures (median, commas)
   postgres    the private PostgreSQL of --stores: start, load, CPU ticks, counters
   peer        --compare-peer's django-push-notifications (tools/peer/) under gunicorn: its database, its servers
-  modes/      one module per mode: default, scale, sweep, against, stores, relay
+  modes/      one module per mode: default, scale, sweep, against, stores, relay (relay_fcm: its FCM and
+              mixed fan-outs)
 """
 
 import os
