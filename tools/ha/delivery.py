@@ -301,6 +301,39 @@ class Delivery:
             self.problems.append("counts %s vs deliveries %s" % (counts, dict(by_state)))
         return checks
 
+    def sender_log(self):
+        """From the registryd logs: deliveries whose settlement write failed ("settle N
+        deliveries" errors), deliveries_abandoned lines (stale sending claims made unknown)
+        and delivery_unknown lines by reason."""
+        settle_failed = 0
+        abandoned = []
+        unknown = collections.Counter()
+        for node in self.nodes or []:
+            try:
+                with open(node.log, errors="replace") as f:
+                    lines = f.readlines()
+            except OSError:
+                continue
+            for line in lines:
+                if '"delivery_' not in line and '"deliveries_' not in line:
+                    continue
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                event = entry.get("event")
+                during = str(entry.get("during", ""))
+                if event == "delivery_sender_error" and during.startswith("settle "):
+                    try:
+                        settle_failed += int(during.split()[1])
+                    except (IndexError, ValueError):
+                        pass
+                elif event == "deliveries_abandoned":
+                    abandoned.append((node.name, entry.get("ts"), entry.get("count", 0)))
+                elif event == "delivery_unknown":
+                    unknown[str(entry.get("reason"))] += 1
+        return settle_failed, abandoned, unknown
+
     def report(self, events):
         r = self.results
         print()
@@ -340,6 +373,12 @@ class Delivery:
                 ", ".join("%s %d" % kv for kv in sorted(r["answered_not_delivered"].items())) or "none"))
             print("never reached the fake, by state: %s" % (
                 ", ".join("%s %d" % kv for kv in sorted(r["never_sent"].items())) or "none"))
+        settle_failed, abandoned, unknown = self.sender_log()
+        print("settlement writes that failed (delivery_sender_error \"settle N deliveries\"): %d deliveries" % settle_failed)
+        print("stale sending claims made unknown (deliveries_abandoned): %d%s" % (
+            sum(c for _, _, c in abandoned), "".join("\n    %s %s count %s" % a for a in abandoned)))
+        for reason, count in unknown.most_common():
+            print("delivery_unknown lines: %d  %s" % (count, reason))
         if "settle_after_post" in r:
             print("settled:                    %.1f s after the 202 (the last kill at %.1f s)" % (
                 r["settle_after_post"], events[-1].t_kill - self.t_post if events else 0))

@@ -292,6 +292,11 @@ class Run:
             for line in output.splitlines()[-15:]:
                 print("    " + line)
             self.checks.append(("registryd check --store postgres on leader %s: exit %s" % (leader.name, status), status == 0))
+
+    def compare_databases(self):
+        """After registryd stopped: a running node rewrites its heartbeat row in
+        registry_nodes, so a comparison while it runs may catch a replica between two."""
+        leader = self.cluster.wait_healthy(REJOIN_TIMEOUT)
         live = {n.name: n for n in self.cluster.nodes if not n.down}
         for database in (["ha_probe"] if self.args.db_only else ["registry", "ha_probe"]):
             digests = dbload.node_digests({name: self.cluster.node_url(n, database) for name, n in live.items()},
@@ -461,6 +466,7 @@ def main(argv):
             run.settle_fanout()
         run.verify()
         run.stop_registryd()
+        run.compare_databases()
         run.report()
         failed_checks = [label for label, ok in run.checks if not ok]
         passed = run.lost == 0 and not failed_checks

@@ -139,7 +139,7 @@ def log_causes(nodes):
                 continue
             if entry.get("level") != "error":
                 continue
-            reason = str(entry.get("reason", entry.get("msg", "")))
+            reason = str(entry.get("reason", entry.get("error", entry.get("msg", ""))))
             if "40001" in reason or "40P01" in reason:
                 cause = "serialization failure/deadlock (40001/40P01) after the pool's retries"
             elif "connectFailed" in reason and "read-only" in reason:
@@ -155,6 +155,8 @@ def log_causes(nodes):
                     tzinfo=datetime.timezone.utc).timestamp()
             except (KeyError, ValueError):
                 continue
+            if entry.get("during"):   # delivery_sender_error: what the sender was doing
+                cause = "%s: %s" % (re.sub(r"\d+", "N", str(entry["during"])), cause)
             found.append((at, node.name, "%s %s: %s" % (node.name, entry.get("event", "?"), cause)))
     return found
 
