@@ -32,6 +32,10 @@ TEAM_ID = "TEAM123456"
 KEY_ID = "KEY1234567"
 FINAL = ("delivered", "failed", "unknown", "expired", "cancelled")
 STATES = ("queued", "sending") + FINAL
+# registryd's --apns-request-timeout: the fake's answers come 6 s after the request
+# (--delivery-delay-ms), later on a loaded 2-core machine; 10 s (the default) left
+# hundreds of deliveries `unknown` with the fake's 200 on its way.
+REQUEST_TIMEOUT = "30s"
 
 
 def token(i):
@@ -99,7 +103,7 @@ class Delivery:
         return ["--apns-key-file", self.p8, "--apns-key-id", KEY_ID, "--apns-team-id", TEAM_ID,
                 "--apns-topic", "default=" + TOPIC,
                 "--apns-production-url", self.fake.url("production"), "--apns-sandbox-url", self.fake.url("sandbox"),
-                "--apns-ca-file", self.fake.ca_file]
+                "--apns-ca-file", self.fake.ca_file, "--apns-request-timeout", REQUEST_TIMEOUT]
 
     def import_tokens(self, binary, node, url):
         """`registryd import --store postgres` of N export lines (DeliveryServing.importActivityTokens')."""
