@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 
 import cluster as clusterlib  # noqa: E402
 import dbload  # noqa: E402
+import delivery as deliverylib  # noqa: E402
 import procs  # noqa: E402
 import registry  # noqa: E402
 import registryd  # noqa: E402  (tools/lib: build, free ports, start and stop registryd, mint-token)
@@ -58,7 +59,21 @@ def parse_args(argv):
     p.add_argument("--duration", type=float, default=5.0,
                    help="seconds of steady writing before the first failover and after each recovery (default 5)")
     p.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, data) after a passing run")
+    p.add_argument("--delivery", action="store_true",
+                   help="also an activity fan-out through one tools/fake-apns during the failovers, then its checks")
+    p.add_argument("--delivery-tokens", type=int, default=20000, metavar="N",
+                   help="activity tokens of the fan-out (default 20000)")
+    p.add_argument("--delivery-delay-ms", type=int, default=6000, metavar="MS",
+                   help="the fake answers every token 200 after MS ms (default 6000)")
+    p.add_argument("--delivery-streams", type=int, default=1000, metavar="N",
+                   help="the fake's --max-streams: streams per connection (default 1000, as APNs)")
+    p.add_argument("--settle-timeout", type=float, default=600, metavar="S",
+                   help="seconds after the failovers to wait for the notification to settle (default 600)")
     args = p.parse_args(argv)
+    if args.delivery and args.db_only:
+        p.error("--delivery needs registryd (not --db-only)")
+    if args.delivery_tokens < 1 or args.delivery_streams < 1 or args.delivery_delay_ms < 0:
+        p.error("--delivery-tokens and --delivery-streams must be at least 1, --delivery-delay-ms not negative")
     if args.writers < 1:
         p.error("--writers must be at least 1")
     if args.duration < 0:
@@ -92,6 +107,7 @@ class Event:
         self.sync_back = None         # kill -> a new leader with a running Sync Standby (Patroni /cluster)
         self.all_back = None          # kill -> every node not killed on purpose runs
         self.errors = None            # Counter of client errors from this kill to the next
+        self.fanout = None            # --delivery: the notification's latest counts at the kill
 
     @property
     def title(self):
@@ -117,6 +133,7 @@ class Run:
         self.run_id = os.path.basename(self.base)
         self.started_pids = []        # registryd's
         self.exit_statuses = {}
+        self.delivery = None          # --delivery: deliverylib.Delivery
 
     # -- phases ---------------------------------------------------------------
 
@@ -131,8 +148,14 @@ class Run:
 
     def start_registryd(self):
         url = self.cluster.url("registry")
-        first = registry.RegistryNode(self.args.bin, "r1", self.base, url)
-        second = registry.RegistryNode(self.args.bin, "r2", self.base, url, secrets_from=first)
+        extra = []
+        if self.args.delivery:
+            self.delivery = deliverylib.Delivery(self.base, self.args.delivery_tokens, self.args.delivery_delay_ms,
+                                                 self.args.delivery_streams, log=say)
+            self.delivery.start_fake(self.started_pids)
+            extra = self.delivery.serve_flags()
+        first = registry.RegistryNode(self.args.bin, "r1", self.base, url, extra_flags=extra)
+        second = registry.RegistryNode(self.args.bin, "r2", self.base, url, secrets_from=first, extra_flags=extra)
         for node in (first, second):
             t = time.monotonic()
             self.nodes.append(node)
@@ -141,6 +164,12 @@ class Run:
                 node.name, node.port, time.monotonic() - t, node.describe()))
         with open(os.path.join(first.secrets_dir, "internal-api.key")) as f:
             self.api_key = f.read().rstrip("\n")
+        if self.delivery is not None:
+            self.delivery.import_tokens(self.args.bin, first, url)
+
+    def start_fanout(self):
+        self.delivery.post(self.nodes, self.api_key)
+        self.delivery.wait_started()
 
     def start_load(self):
         self.probe = dbload.Probe(self.cluster.url("ha_probe"))
@@ -176,6 +205,8 @@ class Run:
             time.sleep(0.1)
         event.t_kill = time.monotonic()
         event.t_kill_wall = time.time()
+        if self.delivery is not None:
+            event.fanout = self.delivery.snapshot()
         if kind == "postmaster":
             pid = victim.kill_postmaster()
             if pid is None:
@@ -261,6 +292,11 @@ class Run:
             for line in output.splitlines()[-15:]:
                 print("    " + line)
             self.checks.append(("registryd check --store postgres on leader %s: exit %s" % (leader.name, status), status == 0))
+
+    def compare_databases(self):
+        """After registryd stopped: a running node rewrites its heartbeat row in
+        registry_nodes, so a comparison while it runs may catch a replica between two."""
+        leader = self.cluster.wait_healthy(REJOIN_TIMEOUT)
         live = {n.name: n for n in self.cluster.nodes if not n.down}
         for database in (["ha_probe"] if self.args.db_only else ["registry", "ha_probe"]):
             digests = dbload.node_digests({name: self.cluster.node_url(n, database) for name, n in live.items()},
@@ -352,6 +388,18 @@ class Run:
             print("registryd exit after SIGTERM: %s" % ", ".join("%s %s" % kv for kv in sorted(self.exit_statuses.items())))
         for finding in self.registryd_log_findings():
             print(finding)
+        if self.delivery is not None:
+            self.delivery.report(self.events)
+
+    def settle_fanout(self):
+        say("waiting for notification %s to settle (up to %.0f s; a dead node's sending claims become unknown "
+            "2 minutes after they were claimed)" % (self.delivery.notification_id, self.args.settle_timeout))
+        self.delivery.wait_settled(self.args.settle_timeout)
+        mid = [e for e in self.events if e.fanout is not None and (
+            e.fanout["resolving"] or e.fanout["counts"].get("queued", 0) or e.fanout["counts"].get("sending", 0))]
+        self.checks.append(("the fan-out was running at each kill (%d of %d)" % (len(mid), len(self.events)),
+                            len(mid) == len(self.events)))
+        self.checks += self.delivery.verify()
 
     def windows(self, edges):
         """(label, start, end) of the time before the first event and of each event until the next."""
@@ -370,6 +418,8 @@ class Run:
             self.probe.stop.set()
         if not self.exit_statuses:
             self.stop_registryd()
+        if self.delivery is not None:
+            self.delivery.stop_fake()
         self.cluster.stop()
         left = self.cluster.leftovers()
         left += [(name, pid) for name, pid in self.started_pids if procs.running(pid)]
@@ -379,6 +429,8 @@ class Run:
 
     def logs(self):
         paths = [node.log for node in self.nodes] + [self.cluster.etcd_log]
+        if self.delivery is not None:
+            paths += [self.delivery.request_log, self.delivery.fake.stderr_path if self.delivery.fake else ""]
         for n in self.cluster.nodes:
             paths += [n.log, n.pg_log]
         return paths
@@ -404,12 +456,17 @@ def main(argv):
         if not args.db_only:
             run.start_registryd()
         run.start_load()
+        if args.delivery:
+            run.start_fanout()
         run.steady()
         for kind in ("postmaster", "postmaster", "node"):
             run.failover(kind)
         run.stop_load()
+        if args.delivery:
+            run.settle_fanout()
         run.verify()
         run.stop_registryd()
+        run.compare_databases()
         run.report()
         failed_checks = [label for label, ok in run.checks if not ok]
         passed = run.lost == 0 and not failed_checks
@@ -417,7 +474,7 @@ def main(argv):
             reason = "%d acknowledged writes lost" % run.lost if run.lost else "check failed: %s" % "; ".join(failed_checks)
     except Interrupted as e:
         reason = "interrupted (%s)" % e
-    except (Failure, clusterlib.ClusterError, registry.RegistryError, RuntimeError) as e:
+    except (Failure, clusterlib.ClusterError, registry.RegistryError, deliverylib.DeliveryError, RuntimeError) as e:
         reason = str(e)
     except Exception as e:  # a bug here still stops what we started
         import traceback

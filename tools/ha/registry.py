@@ -36,7 +36,7 @@ def push_token(run_id, user, device, sequence):
 
 
 class RegistryNode:
-    def __init__(self, binary, name, base, url, secrets_from=None):
+    def __init__(self, binary, name, base, url, secrets_from=None, extra_flags=()):
         self.binary = binary
         self.name = name
         self.dir = os.path.join(base, name)
@@ -46,6 +46,7 @@ class RegistryNode:
         self.log = os.path.join(self.dir, "registryd.log")
         self.secrets_from = secrets_from   # the node whose generated secrets this one uses
         self.server = None
+        self.extra_flags = list(extra_flags)   # e.g. the --apns-* flags of tools/ha-test --delivery
 
     @property
     def secrets_dir(self):
@@ -62,8 +63,8 @@ class RegistryNode:
         """The first node takes the store from flags; the others from REGISTRY_STORE and
         REGISTRY_POSTGRES_URL (both ways are exercised, and the password stays out of ps)."""
         if self.secrets_from is None:
-            return ["--store", "postgres", "--postgres-url", self.url], {}
-        return self.secret_flags(), {"REGISTRY_STORE": "postgres", "REGISTRY_POSTGRES_URL": self.url}
+            return ["--store", "postgres", "--postgres-url", self.url] + self.extra_flags, {}
+        return self.secret_flags() + self.extra_flags, {"REGISTRY_STORE": "postgres", "REGISTRY_POSTGRES_URL": self.url}
 
     def describe(self):
         flags, env = self.serve_flags()
@@ -138,7 +139,7 @@ def log_causes(nodes):
                 continue
             if entry.get("level") != "error":
                 continue
-            reason = str(entry.get("reason", entry.get("msg", "")))
+            reason = str(entry.get("reason", entry.get("error", entry.get("msg", ""))))
             if "40001" in reason or "40P01" in reason:
                 cause = "serialization failure/deadlock (40001/40P01) after the pool's retries"
             elif "connectFailed" in reason and "read-only" in reason:
@@ -154,6 +155,8 @@ def log_causes(nodes):
                     tzinfo=datetime.timezone.utc).timestamp()
             except (KeyError, ValueError):
                 continue
+            if entry.get("during"):   # delivery_sender_error: what the sender was doing
+                cause = "%s: %s" % (re.sub(r"\d+", "N", str(entry["during"])), cause)
             found.append((at, node.name, "%s %s: %s" % (node.name, entry.get("event", "?"), cause)))
     return found
 

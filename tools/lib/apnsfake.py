@@ -32,12 +32,12 @@ class FakeAPNs:
     """One tools/fake-apns on 127.0.0.1 (production and sandbox listeners on free ports).
 
     `spawn` starts the command (default subprocess.Popen; a tool passes its own, so the child is
-    stopped at its exit too). `nice` runs it at that niceness. The constructor returns once the ready file names both ports; it
+    stopped at its exit too). `nice` runs it at that niceness; `extra` are more flags (`--max-streams N`). The constructor returns once the ready file names both ports; it
     raises RuntimeError when the fake exits first or takes longer than `start_timeout`.
     """
 
     def __init__(self, work, cert_dir, auth_key=None, team_id=None, key_id=None, topics=(), script=None,
-                 log=None, spawn=subprocess.Popen, start_timeout=30.0, nice=0):
+                 log=None, spawn=subprocess.Popen, start_timeout=30.0, nice=0, extra=()):
         os.makedirs(work, exist_ok=True)
         self.ready_file = os.path.join(work, "fake-apns.ready")
         self.stderr_path = os.path.join(work, "fake-apns.stderr")
@@ -49,6 +49,7 @@ class FakeAPNs:
                 command += [flag, value]
         for topic in topics:
             command += ["--topic", topic]
+        command += list(extra)
         if nice:
             command = ["nice", "-n", str(nice)] + command
         with open(self.stderr_path, "w") as stderr:
