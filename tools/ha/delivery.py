@@ -25,6 +25,7 @@ import threading
 import time
 
 import apnsfake  # tools/lib, on sys.path through ha_test.py
+import registry
 
 ACTIVITY = "m1"
 TOPIC = "com.example.app"
@@ -313,18 +314,7 @@ class Delivery:
         abandoned = []
         unknown = collections.Counter()
         for node in self.nodes or []:
-            try:
-                with open(node.log, errors="replace") as f:
-                    lines = f.readlines()
-            except OSError:
-                continue
-            for line in lines:
-                if '"delivery_' not in line and '"deliveries_' not in line:
-                    continue
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
+            for entry in registry.log_entries(node, containing=('"delivery_', '"deliveries_')):
                 event = entry.get("event")
                 during = str(entry.get("during", ""))
                 if event == "delivery_sender_error" and during.startswith("settle "):

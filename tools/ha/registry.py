@@ -122,21 +122,29 @@ def tail(path, lines):
         return "(no log)"
 
 
+def log_entries(node, containing=None):
+    """The JSON objects of a node's log, line by line (only lines holding
+    `containing`, when given, are parsed); none when the log cannot be read."""
+    try:
+        with open(node.log, errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return
+    for line in lines:
+        if containing is not None and not any(text in line for text in containing):
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue
+
+
 def log_causes(nodes):
     """registryd's own account of its errors: [(epoch seconds, node, cause)] from
     each node's JSON log lines of level error (a 503's reason among them)."""
     found = []
     for node in nodes:
-        try:
-            with open(node.log, errors="replace") as f:
-                lines = f.readlines()
-        except OSError:
-            continue
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
+        for entry in log_entries(node):
             if entry.get("level") != "error":
                 continue
             reason = str(entry.get("reason", entry.get("error", entry.get("msg", ""))))
