@@ -51,15 +51,7 @@ public struct NotificationIntake: Sendable {
     public func accept(_ request: NotificationRequest) async throws -> EnqueueOutcome {
         let pending = try await deliveries.pendingDeliveries()
         guard pending < maxQueued else { throw DeliveryError.queueFull(pending: pending, limit: maxQueued) }
-        var expansion: NotificationExpansion?
-        let found: [ResolvedToken]
-        if case .activity(let activity) = request.target {
-            let page = try await Self.activityPage(registry, activity: activity, appId: request.appId, cursor: nil, limit: pageSize)
-            found = page.tokens
-            expansion = page.next.map { NotificationExpansion(activityId: activity, cursor: $0) }
-        } else {
-            found = try await resolve(request.target, appId: request.appId)
-        }
+        let (found, expansion) = try await resolve(request.target, appId: request.appId)
         let now = clock.now()
         let id = UUID().uuidString.lowercased()
         var notification = NotificationRecord(id: id, createdAt: now, request: request, counts: DeliveryCounts())
@@ -81,22 +73,27 @@ public struct NotificationIntake: Sendable {
         return (tokens, page.nextCursor)
     }
 
-    private func resolve(_ target: NotificationTarget, appId: String) async throws -> [ResolvedToken] {
+    /// The tokens stored with the notification, and where the rest of an
+    /// activity starts (`nil` for every other target: resolved whole).
+    private func resolve(_ target: NotificationTarget,
+                         appId: String) async throws -> (tokens: [ResolvedToken], expansion: NotificationExpansion?) {
         switch target {
         case .user(let user):
-            return pushTokens(try await registry.devices(userId: user, appId: appId))
+            return (pushTokens(try await registry.devices(userId: user, appId: appId)), nil)
         case .users(let users):
-            return pushTokens(try await registry.devices(userIds: users, appId: appId).flatMap(\.devices))
+            return (pushTokens(try await registry.devices(userIds: users, appId: appId).flatMap(\.devices)), nil)
         case .pushToStart(let user):
-            return try await registry.devices(userId: user, appId: appId).compactMap { device in
+            let tokens = try await registry.devices(userId: user, appId: appId).compactMap { device in
                 device.pushToStartToken.map { token in
                     ResolvedToken(target: DeliveryTarget(userId: device.userId, appId: device.appId, deviceId: device.deviceId,
                                                          kind: .pushToStart, activityId: nil),
                                   token: token.token, platform: .apns, environment: token.environment)
                 }
             }
-        case .activity:
-            preconditionFailure("an activity's tokens are read page by page (activityPage)")
+            return (tokens, nil)
+        case .activity(let activity):
+            let page = try await Self.activityPage(registry, activity: activity, appId: appId, cursor: nil, limit: pageSize)
+            return (page.tokens, page.next.map { NotificationExpansion(activityId: activity, cursor: $0) })
         }
     }
 
