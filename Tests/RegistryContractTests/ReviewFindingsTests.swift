@@ -44,9 +44,23 @@ struct ReviewFindingsTests {
     /// SIGTERM must not wait for a whole sweep: stopping the sweeper ends
     /// the sweep between two bounded batches.
     @Test func stoppingTheSweeperEndsARunningSweepBetweenBatches() async throws {
+        let batches = Recorder<SweepBatchReport>()
+        let stopping = Recorder<Bool>()
+        let firstBatch = DispatchSemaphore(value: 0)
         let f = try makeStore { c in
             c.limits.deviceTTL = .seconds(60)
             c.sweepBatchSize = 5
+            c.onSweepBatch = { report in
+                batches.record(report)
+                if batches.all.count == 1 { firstBatch.signal() }
+                // Each step waits until the test stops the sweeper, then
+                // takes 10 ms: a fast machine otherwise finishes all 600
+                // steps before the test can call stop, and running to the
+                // end would then need 6 s between the test's two lines.
+                let deadline = ContinuousClock.now + .seconds(30)
+                while stopping.all.isEmpty && ContinuousClock.now < deadline { usleep(1_000) }
+                usleep(10_000)
+            }
         }
         defer { f.close() }
         let records = (0..<3_000).map { i in
@@ -60,11 +74,12 @@ struct ReviewFindingsTests {
         let sweeps = Recorder<Result<SweepCounts, any Error>>()
         let sweeper = Sweeper(store: f.store, interval: .milliseconds(1)) { result, _ in sweeps.record(result) }
         sweeper.start()
-        while try await f.store.stats().devices == 3_000 { try await Task.sleep(for: .milliseconds(1)) }
+        await offThePool { firstBatch.wait() }
         let waited = await offThePool {
-            let stopping = ContinuousClock.now
+            let began = ContinuousClock.now
+            stopping.record(true)
             sweeper.stop()
-            return ContinuousClock.now - stopping
+            return ContinuousClock.now - began
         }
         #expect(waited < .seconds(1))
         #expect(try await f.store.stats().devices > 0, "the sweep ran to the end instead of stopping")
