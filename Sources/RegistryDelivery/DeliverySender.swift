@@ -80,6 +80,7 @@ public final class DeliverySender: Service {
     public func stop() {
         guard started.exchange(false, ordering: .sequentiallyConsistent) else { return }
         stopping.store(true, ordering: .sequentiallyConsistent)
+        settlements.stopRetrying()
         wake.signal()
         // In-flight requests get the grace period, then complete as uncertain: the loop settles them.
         for provider in providers.byPlatform.values { provider.stop(grace: configuration.stopGrace) }

@@ -21,11 +21,14 @@ final class SenderHarness: Stoppable, @unchecked Sendable {
     /// Which platforms the running sender can send, as the routes would accept with.
     private(set) var capabilities = DeliveryCapabilities(everyApp: [.apns])
     var store: any RegistryMaintenance { fixture.maintenance }
+    /// The store as the sender sees it: `settle` can be made to fail.
+    let senderStore: SettleOutageStore
 
     private var ticking: Task<Void, Never>?
 
     init(script: String = #"{"tokens": {}}"#, fcmScript: String? = nil) async throws {
         fixture = try makeStore()
+        senderStore = SettleOutageStore(fixture.maintenance)
         fake = try await FakeAPNs.start(script: script)
         if let fcmScript { fakeFCM = try await FakeFCM.start(script: fcmScript) } else { fakeFCM = nil }
         // The store's test clock moves with real time, so retries fall due as they would.
@@ -60,7 +63,7 @@ final class SenderHarness: Stoppable, @unchecked Sendable {
         }
         let providers = DeliveryProviders(list)
         capabilities = providers.capabilities
-        let sender = DeliverySender(configuration: configuration, store: store, registry: store, providers: providers,
+        let sender = DeliverySender(configuration: configuration, store: senderStore, registry: store, providers: providers,
                                     observer: observer, clock: fixture.clock)
         try sender.start()
         self.sender = sender

@@ -307,10 +307,12 @@ class Delivery:
         return checks
 
     def sender_log(self):
-        """From the registryd logs: deliveries whose settlement write failed ("settle N
-        deliveries" errors), deliveries_abandoned lines (stale sending claims made unknown)
-        and delivery_unknown lines by reason."""
+        """From the registryd logs: settlement writes the store refused ("settle N
+        deliveries (try K, trying again)") and deliveries whose settlement was given up
+        at a stop ("settle N deliveries (given up: ...)"), deliveries_abandoned lines
+        (stale sending claims made unknown) and delivery_unknown lines by reason."""
         settle_failed = 0
+        settle_retried = 0
         abandoned = []
         unknown = collections.Counter()
         for node in self.nodes or []:
@@ -318,6 +320,9 @@ class Delivery:
                 event = entry.get("event")
                 during = str(entry.get("during", ""))
                 if event == "delivery_sender_error" and during.startswith("settle "):
+                    if "given up" not in during:
+                        settle_retried += 1
+                        continue
                     try:
                         settle_failed += int(during.split()[1])
                     except (IndexError, ValueError):
@@ -326,7 +331,7 @@ class Delivery:
                     abandoned.append((node.name, entry.get("ts"), entry.get("count", 0)))
                 elif event == "delivery_unknown":
                     unknown[str(entry.get("reason"))] += 1
-        return settle_failed, abandoned, unknown
+        return settle_failed, settle_retried, abandoned, unknown
 
     def report(self, events):
         r = self.results
@@ -367,8 +372,9 @@ class Delivery:
                 ", ".join("%s %d" % kv for kv in sorted(r["answered_not_delivered"].items())) or "none"))
             print("never reached the fake, by state: %s" % (
                 ", ".join("%s %d" % kv for kv in sorted(r["never_sent"].items())) or "none"))
-        settle_failed, abandoned, unknown = self.sender_log()
-        print("settlement writes that failed (delivery_sender_error \"settle N deliveries\"): %d deliveries" % settle_failed)
+        settle_failed, settle_retried, abandoned, unknown = self.sender_log()
+        print("settlement writes the store refused and were tried again: %d" % settle_retried)
+        print("settlements given up at a stop (delivery_sender_error \"settle N deliveries (given up...)\"): %d deliveries" % settle_failed)
         print("stale sending claims made unknown (deliveries_abandoned): %d%s" % (
             sum(c for _, _, c in abandoned), "".join("\n    %s %s count %s" % a for a in abandoned)))
         for reason, count in unknown.most_common():

@@ -1,0 +1,67 @@
+import APNsTestSupport
+import Foundation
+import RegistryCore
+import RegistryTestSupport
+import Testing
+
+/// Settlements the store refuses for a while (a PostgreSQL failover, 5–15 s).
+@Suite(.serialized) struct SettlementTests {
+    /// An answer the provider gave is written once the store takes writes
+    /// again, however long the store refused: dropping it would leave a
+    /// delivered push `unknown` and a 410's token in place.
+    @Test func aSettlementTheStoreRefusesIsWrittenOnceTheStoreIsBack() async throws {
+        try await withHarness(script: SenderTests.script([(3, #"[{"status": 410, "reason": "Unregistered", "timestamp": "now"}]"#)])) { h in
+            for n in 1...3 {
+                try await h.store.registerDevice(DeviceRegistration(userId: "ann", deviceId: "d\(n)", pushToken: .set(apnsToken(n))))
+            }
+            h.senderStore.outage(true)
+            try h.startSender()
+            let accepted = try await h.notify(.user("ann"))
+            #expect(try await h.fake.log(count: 3).count == 3)
+            try await waitUntil(seconds: 20, "the settlement is refused") { h.senderStore.refused >= 1 }
+            // Longer than a few quick tries would last (a failover takes 5–15 s).
+            try await Task.sleep(for: .seconds(4))
+            #expect(h.senderStore.refused >= 5)
+            h.senderStore.outage(false)
+            let (notification, deliveries) = try await h.settled(accepted.id)
+            #expect(notification.counts[.delivered] == 2 && notification.counts[.failed] == 1)
+            #expect(deliveries.allSatisfy { $0.attempts == 1 })
+            #expect(try await h.store.devices(userId: "ann").filter { $0.pushToken != nil }.map(\.deviceId).sorted() == ["d1", "d2"])
+            #expect(try await h.fake.log(count: 3).count == 3)
+        }
+    }
+
+    /// A sender stopping while the store refuses does not wait for it: the
+    /// deliveries stay `sending`, become `unknown` once abandoned, and are
+    /// never sent again.
+    @Test func aSenderStoppingDuringAnOutageStopsAndItsDeliveriesBecomeUnknown() async throws {
+        try await withHarness { h in
+            for n in 1...3 {
+                try await h.store.registerDevice(DeviceRegistration(userId: "bea", deviceId: "d\(n)", pushToken: .set(apnsToken(n))))
+            }
+            h.senderStore.outage(true)
+            try h.startSender()
+            let accepted = try await h.notify(.user("bea"))
+            #expect(try await h.fake.log(count: 3).count == 3)
+            try await waitUntil(seconds: 20, "the settlement is refused") { h.senderStore.refused >= 2 }
+            let began = ContinuousClock.now
+            await h.stopSender()
+            #expect(ContinuousClock.now - began < .seconds(5))
+            #expect(try await h.store.notification(id: accepted.id)?.counts[.sending] == 3)
+            h.senderStore.outage(false)
+            try h.startSender { $0.abandonAfter = .zero }
+            let (notification, _) = try await h.settled(accepted.id)
+            #expect(notification.counts[.unknown] == 3)
+            #expect(try await h.fake.log(count: 3).count == 3)
+        }
+    }
+}
+
+/// Polls `condition` every 20 ms; fails with `what` after `seconds`.
+private func waitUntil(seconds: Double, _ what: String, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw TestFailure("waited \(seconds) s for: \(what)") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
