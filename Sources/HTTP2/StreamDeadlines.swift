@@ -1,7 +1,11 @@
 /// When each started stream's request times out, oldest first. Every stream
 /// gets the same timeout, so deadlines arrive in the order streams start and
 /// a FIFO keeps them sorted; an entry whose transfer has since finished or
-/// started another stream is stale and skipped.
+/// started another stream is stale and skipped. A handle reused for the
+/// next request keeps its stream count until that request's stream starts,
+/// so an entry holds only while the handle's current request was sent:
+/// otherwise a request still waiting for a stream would inherit the
+/// deadline of the handle's previous one.
 struct StreamDeadlines {
     struct Entry {
         let transfer: Transfer
@@ -9,7 +13,7 @@ struct StreamDeadlines {
         let stream: Int
         let deadline: ContinuousClock.Instant
 
-        var isCurrent: Bool { transfer.submission != nil && transfer.streams == stream }
+        var isCurrent: Bool { transfer.sentAt != nil && transfer.streams == stream }
     }
 
     private var items = FIFO<Entry>()

@@ -36,4 +36,44 @@ struct StreamSlotTests {
             #expect(failures.isEmpty, "\(failures.count) of 24 not answered: \(failures.first.map { "\($0)" } ?? "")")
         }
     }
+
+    /// A handle is reused for the next request as soon as its answer
+    /// comes, and that request may wait for a stream for longer than the
+    /// timeout: its clock starts when it is sent, not when the handle's
+    /// previous request was. A slow request ahead of them keeps the older
+    /// deadlines queued: 2 streams at the host, 8 requests in libcurl, a
+    /// 2 s timeout; the slow one answers after 1.7 s, the others after
+    /// 0.5 s, and the last is loaded into the first fast one's handle at
+    /// 0.5 s but sent only at about 2.5 s.
+    @Test func aReusedHandleStartsItsRequestsClockAfresh() async throws {
+        let slow = token("1ff")
+        let fast = (0..<8).map { token(String(0x200 + $0, radix: 16)) }
+        let answers = ["\"\(slow)\": [{\"status\": 200, \"delayMs\": 1700}]"]
+            + fast.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 500}]" }
+        let fake = try await FakeAPNs.start(script: #"{"tokens": {"# + answers.joined(separator: ", ") + "}}",
+                                            options: ["--max-streams", "2"])
+        try await stopping(fake) { fake in
+            var configuration = fake.configuration(timeout: .seconds(2))
+            configuration.http.maxStreamsPerConnection = 8
+            let client = try APNsClient(configuration: configuration, tokens: fake.tokens())
+            client.start()
+            // The client learns the host's limit (before its SETTINGS libcurl assumes 100 streams).
+            #expect(await client.send(request(token("ff"))).status == 200)
+            let results = await withTaskGroup(of: APNsResult.self) { group in
+                group.addTask { await client.send(request(slow)) }
+                try? await Task.sleep(for: .milliseconds(50))
+                for token in fast {
+                    group.addTask {
+                        var result = await client.send(request(token))
+                        for _ in 0..<3 { if case .refused = result { result = await client.send(request(token)) } }
+                        return result
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            await offThePool { client.stop() }
+            let failures = results.filter { $0.status != 200 }
+            #expect(failures.isEmpty, "\(failures.count) of 9 not answered: \(failures.first.map { "\($0)" } ?? "")")
+        }
+    }
 }
