@@ -62,7 +62,8 @@ enum Command {
         }
         lines += ["", "With no subcommand, registryd serves (`serve`).",
                   "Every setting flag also reads REGISTRY_<FLAG> (e.g. REGISTRY_DATA_DIR); a flag beats its variable.",
-                  "'registryd SUBCOMMAND --help' lists a subcommand's flags with their defaults and an example."]
+                  "'registryd SUBCOMMAND --help' lists a subcommand's flags with their defaults and an example;",
+                  "'registryd --version' prints the release."]
         return lines.joined(separator: "\n")
     }
 }

@@ -12,6 +12,9 @@ do {
 let arguments = Array(CommandLine.arguments.dropFirst())
 let subcommand: String
 switch arguments.first {
+case "--version":
+    print("registryd \(Version.current)")
+    exit(0)
 case "--help", "-h": subcommand = "help"
 case let first? where !first.hasPrefix("-"): subcommand = first
 default: subcommand = "serve"

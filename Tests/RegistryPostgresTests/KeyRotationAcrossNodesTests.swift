@@ -9,7 +9,7 @@ import TokenSealing
 
 
 /// Several PostgreSQL nodes: the rotation waits for every live node.
-struct KeyRotationAcrossNodesTests {
+@Suite(.requiresPostgres) struct KeyRotationAcrossNodesTests {
     @Test func aNodeThatHasNotLoadedTheNewKeyHoldsTheRotationAndNothingIsRetired() async throws {
         let ring = try TokenKeyRing.generate()
         let f = try makeStore { $0.tokenKeys = ring }; defer { f.close() }

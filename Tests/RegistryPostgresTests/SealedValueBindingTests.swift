@@ -7,7 +7,7 @@ import Testing
 import TokenSealing
 
 /// A PostgreSQL registry of values sealed bound to their kind only is sealed again at open.
-struct SealedValueBindingTests {
+@Suite(.requiresPostgres) struct SealedValueBindingTests {
     @Test func aPostgresRegistryOfUnboundValuesIsBoundAtOpen() async throws {
         let f = try makeStore(); defer { f.close() }
         try await fillForBinding(f)

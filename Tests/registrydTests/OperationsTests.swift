@@ -59,6 +59,24 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 
+    @Test func versionIsPrintedAndTouchesNothing() async throws {
+        let directory = try exe.makeDirectory()
+        let (status, stdout, stderr) = try await exe.run(["--version"], in: directory)
+        #expect(status == 0)
+        #expect(stderr.isEmpty)
+        #expect(stdout.wholeMatch(of: /registryd \d+\.\d+\.\d+\n/) != nil, "\(stdout)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+    }
+
+    /// The example is what a reader copies: a log line with the log's own
+    /// keys, and a long command that stays one command on several lines.
+    @Test func serveHelpsExampleMatchesTheRealLogAndShell() async throws {
+        let (_, serve, _) = try await exe.run(["serve", "--help"], in: try exe.makeDirectory())
+        #expect(serve.contains(#"{"ts":"#) && serve.contains(#""level":"info","event":"listening","address":"#))
+        #expect(!serve.contains(#""msg":"#))
+        #expect(serve.contains("target_session_attrs=read-write' \\\n    --token-key-file"), "\(serve)")
+    }
+
     @Test func anUnknownSubcommandPointsToHelp() async throws {
         let (status, _, stderr) = try await exe.run(["restore"], in: try exe.makeDirectory())
         #expect(status == 2)

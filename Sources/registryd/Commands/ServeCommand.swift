@@ -43,9 +43,9 @@ enum ServeCommand: Subcommand {
         flags: Flags.serve,
         example: """
             registryd serve --data-dir /var/lib/registryd --listen 0.0.0.0:8080
-            {"level":"info","msg":"listening","address":"0.0.0.0:8080","store":"lmdb","dataDir":"/var/lib/registryd",...}
-            registryd serve --store postgres --postgres-url 'postgresql://registry@db1,db2/registry?target_session_attrs=read-write' \
-              --token-key-file /etc/registryd/token-keys --internal-api-key-file /etc/registryd/internal-api.key \
+            {"ts":"2026-12-05T16:20:00.000Z","level":"info","event":"listening","address":"0.0.0.0:8080","store":"lmdb",...}
+            registryd serve --store postgres --postgres-url 'postgresql://registry@db1,db2/registry?target_session_attrs=read-write' \\
+              --token-key-file /etc/registryd/token-keys --internal-api-key-file /etc/registryd/internal-api.key \\
               --jwt-jwks-file /etc/registryd/jwks.json --listen 0.0.0.0:8080
             """)
 
@@ -123,6 +123,7 @@ enum ServeCommand: Subcommand {
         let host = settings.server.host
         let shownHost = host.contains(":") ? "[\(host)]" : host
         logger.info("listening", [("address", .string("\(shownHost):\(server.boundPort)"))] + settings.backend.logFields
+                    + [("version", .string(Version.current))]
                     + [("dataDir", .string(settings.dataDirectory)), ("maxConnections", .int(Int64(server.connectionLimit))),
                        ("delivery", .string(settings.delivery?.providerNames.joined(separator: ",") ?? "off")),
                        ("apnsTopics", .array((settings.delivery?.apns?.topics.keys.sorted() ?? []).map { .string($0) }))]
