@@ -380,12 +380,12 @@ import Testing
         #expect(stopping > 0 && String(decoding: buffer[0..<stopping], as: UTF8.self) == "STOPPING=1")
     }
 
-    /// tools/registryd.service parses cleanly (systemd-analyze prints a
+    /// deploy/systemd/registryd.service parses cleanly (systemd-analyze prints a
     /// line for every directive it ignores, and fails on a missing binary).
     @Test func theSystemdUnitVerifies() async throws {
         let directory = try exe.makeDirectory()
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let unit = try String(contentsOf: root.appendingPathComponent("tools/registryd.service"), encoding: .utf8)
+        let unit = try String(contentsOf: root.appendingPathComponent("deploy/systemd/registryd.service"), encoding: .utf8)
         #expect(unit.contains("Type=notify\n"))
         #expect(unit.contains("ExecStart=/usr/local/bin/registryd serve --data-dir /var/lib/registryd\n"))
         // The drop-in its comment gives for secret files (LoadCredential=, %d) parses too.
