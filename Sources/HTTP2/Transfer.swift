@@ -29,8 +29,9 @@ final class Transfer {
     private(set) var streams = 0
     /// libcurl asked to resend the request after a refused stream.
     private var refusedResend = false
-    /// Tells `TransferLoop` that a stream started.
-    private let started: (Transfer) -> Void
+    /// Tells `TransferLoop` that a stream started, and whether it is the
+    /// request's first (not a resend libcurl made by itself).
+    private let started: (Transfer, _ first: Bool) -> Void
     private let configuration: HTTP2ClientConfiguration
     private var authorization = ""
     private var headers: UnsafeMutablePointer<curl_slist>?
@@ -43,7 +44,7 @@ final class Transfer {
 
     /// A handle with the options every request shares; `nil` when libcurl
     /// cannot make one or refuses an option.
-    init?(configuration: HTTP2ClientConfiguration, started: @escaping (Transfer) -> Void) {
+    init?(configuration: HTTP2ClientConfiguration, started: @escaping (Transfer, _ first: Bool) -> Void) {
         guard let easy = curl_easy_init() else { return nil }
         self.easy = easy
         self.started = started
@@ -279,9 +280,10 @@ final class Transfer {
     }
 
     fileprivate func streamStarted() {
+        let first = sentAt == nil
         sentAt = ContinuousClock.now
         streams += 1
-        started(self)
+        started(self, first)
     }
 }
 

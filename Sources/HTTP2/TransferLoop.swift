@@ -10,7 +10,16 @@ import CCurl
 /// The request timeout is enforced here, counted from when each request's
 /// stream starts (`Transfer`): a request that waits for a stream, because
 /// the server allows fewer than the cap, loses none of its time waiting.
+///
+/// Requests wait for a stream here, in order, rather than inside libcurl:
+/// only a few per connection are handed to libcurl before their stream can
+/// start. libcurl's own queue of transfers waiting for a connection is not
+/// first come, first served: with thousands in it, a request could wait
+/// for the whole fan-out (111 s beside a median of 46 s, measured), long
+/// enough for its claim to be abandoned while it still went out.
 final class TransferLoop {
+    /// Requests handed to libcurl whose stream has not started, at most, per connection.
+    static let waitingPerConnection = 4
     /// The longest sleep in `curl_multi_poll` (libcurl's own timers shorten it).
     private static let pollMilliseconds: Int32 = 1000
 
@@ -22,6 +31,11 @@ final class TransferLoop {
     /// (a provider has one origin per host it speaks to: a handful).
     private var queued: [String: FIFO<Submission>] = [:]
     private var inFlight: [String: Int] = [:]
+    /// Of those in flight, the ones whose stream has not started yet.
+    private var waiting: [String: Int] = [:]
+    private let maxWaiting: Int
+    /// Streams started during the current turn: more may start at once.
+    private var startedThisTurn = 0
     /// Every handle made, so the idle ones and those in flight stay alive.
     private var transfers: [Transfer] = []
     private var idle: [Transfer] = []
@@ -34,6 +48,7 @@ final class TransferLoop {
         multi = client.multi.multi
         let configuration = client.configuration
         cap = configuration.connectionsPerHost * configuration.maxStreamsPerConnection
+        maxWaiting = configuration.connectionsPerHost * Self.waitingPerConnection
         requestTimeout = configuration.requestTimeout
     }
 
@@ -51,12 +66,13 @@ final class TransferLoop {
                 refuseQueued()
                 if inFlight.values.allSatisfy({ $0 == 0 }) || ContinuousClock.now >= until { break }
             }
+            startedThisTurn = 0
             admit()
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             let finished = completeFinished()
             let freed = expireOverdue() || finished
-            if freed && queued.values.contains(where: { !$0.isEmpty }) { continue }
+            if (freed || startedThisTurn > 0) && queued.values.contains(where: { !$0.isEmpty }) { continue }
             var timeout = Self.pollMilliseconds
             for until in [deadline, deadlines.next()] {
                 guard let until else { continue }
@@ -70,10 +86,12 @@ final class TransferLoop {
         transfers.removeAll()
     }
 
-    /// Starts queued requests while each origin has room.
+    /// Starts queued requests while each origin has room, and fewer than
+    /// `maxWaiting` of its requests wait inside libcurl for a stream.
     private func admit() {
-        for origin in queued.keys where !queued[origin]!.isEmpty && inFlight[origin, default: 0] < cap {
-            while inFlight[origin, default: 0] < cap, let submission = queued[origin]!.popFirst() {
+        for origin in queued.keys where !queued[origin]!.isEmpty {
+            while inFlight[origin, default: 0] < cap, waiting[origin, default: 0] < maxWaiting,
+                  let submission = queued[origin]!.popFirst() {
                 start(submission)
             }
         }
@@ -91,11 +109,22 @@ final class TransferLoop {
             return
         }
         inFlight[submission.request.origin, default: 0] += 1
+        waiting[submission.request.origin, default: 0] += 1
+    }
+
+    /// A request leaves libcurl: one fewer in flight, and one fewer waiting if its stream never started.
+    private func left(_ origin: String, started: Bool) {
+        inFlight[origin, default: 0] -= 1
+        if !started { waiting[origin, default: 0] -= 1 }
     }
 
     private func makeTransfer() -> Transfer? {
-        guard let transfer = Transfer(configuration: client.configuration, started: { [unowned self] transfer in
+        guard let transfer = Transfer(configuration: client.configuration, started: { [unowned self] transfer, first in
             deadlines.append(transfer, deadline: ContinuousClock.now + requestTimeout)
+            if first, let origin = transfer.submission?.request.origin {
+                waiting[origin, default: 0] -= 1
+                startedThisTurn += 1
+            }
         }) else { return nil }
         transfers.append(transfer)
         return transfer
@@ -113,8 +142,9 @@ final class TransferLoop {
             curl_multi_remove_handle(multi, easy)
             guard let pointer else { continue }
             let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
+            let started = transfer.sentAt != nil
             guard let (submission, result) = transfer.finish(code) else { continue }
-            inFlight[submission.request.origin, default: 0] -= 1
+            left(submission.request.origin, started: started)
             idle.append(transfer)
             any = true
             submission.completion(result)
@@ -128,8 +158,9 @@ final class TransferLoop {
         let due = deadlines.overdue(at: ContinuousClock.now)
         for transfer in due {
             curl_multi_remove_handle(multi, transfer.easy)
+            let started = transfer.sentAt != nil
             guard let (submission, result) = transfer.expire(after: requestTimeout) else { continue }
-            inFlight[submission.request.origin, default: 0] -= 1
+            left(submission.request.origin, started: started)
             idle.append(transfer)
             submission.completion(result)
         }
@@ -147,8 +178,9 @@ final class TransferLoop {
     private func abortInFlight() {
         for transfer in transfers where transfer.submission != nil {
             curl_multi_remove_handle(multi, transfer.easy)
+            let started = transfer.sentAt != nil
             guard let (submission, mayHaveBeenWritten) = transfer.abandon() else { continue }
-            inFlight[submission.request.origin, default: 0] -= 1
+            left(submission.request.origin, started: started)
             submission.completion(mayHaveBeenWritten ? .uncertain("stopped") : .notSent("stopped before sending"))
         }
     }

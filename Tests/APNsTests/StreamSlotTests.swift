@@ -76,4 +76,43 @@ struct StreamSlotTests {
             #expect(failures.isEmpty, "\(failures.count) of 9 not answered: \(failures.first.map { "\($0)" } ?? "")")
         }
     }
+
+    /// Requests reach the host in the order they were sent, however many
+    /// wait for a stream: libcurl's own queue is not first come, first
+    /// served, and one request of a fan-out waited out the whole fan-out
+    /// there (long enough for its claim to be abandoned). 400 requests, 40
+    /// at a time as the sender keeps them, to a host that takes 4 streams:
+    /// none may reach it more than 20 places after its turn.
+    @Test func requestsWaitingForAStreamAreSentInTheOrderTheyCame() async throws {
+        let total = 400, window = 40
+        let tokens = (0..<total).map { token(String(0x10000 + $0, radix: 16)) }
+        let script = #"{"tokens": {"# + tokens.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 50}]" }.joined(separator: ", ") + "}}"
+        let fake = try await FakeAPNs.start(script: script, options: ["--max-streams", "4"])
+        try await stopping(fake) { fake in
+            let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(30)), tokens: fake.tokens())
+            client.start()
+            #expect(await client.send(request(token("ff"))).status == 200)
+            await withTaskGroup(of: Void.self) { group in
+                var next = 0
+                func sendNext() {
+                    let token = tokens[next]
+                    next += 1
+                    group.addTask { _ = await client.send(request(token)) }
+                }
+                for _ in 0..<window { sendNext() }
+                while await group.next() != nil {
+                    if next < total { sendNext() }
+                }
+            }
+            await offThePool { client.stop() }
+            let turns = Dictionary(uniqueKeysWithValues: tokens.enumerated().map { ($1, $0) })
+            let arrivals = try await fake.log(count: total + 1).compactMap { record -> Int? in
+                guard case .string(let token)? = record["token"] else { return nil }
+                return turns[token]
+            }
+            #expect(arrivals.count == total)
+            let late = arrivals.enumerated().map { place, turn in (turn: turn, by: place - turn) }.max { $0.by < $1.by }
+            #expect((late?.by ?? 0) <= 20, "request \(late?.turn ?? 0) reached the host \(late?.by ?? 0) places after its turn")
+        }
+    }
 }
