@@ -17,7 +17,7 @@ The launcher tools/bench runs `python3 -m benchlib` with tools/ on the path. The
   postgres    the private PostgreSQL of --stores: start, load, CPU ticks, counters
   peer        --compare-peer's django-push-notifications (tools/peer/) under gunicorn: its database, its servers
   modes/      one module per mode: default, scale, sweep, against, stores, relay (relay_fcm: its FCM and
-              mixed fan-outs)
+              mixed fan-outs), accept
 """
 
 import os

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from . import REPO, build, keys, report
-from .modes import against, default, relay, scale, stores, sweep
+from .modes import accept, against, default, relay, scale, stores, sweep
 from .options import UsageError, parse
 from .run import BenchError, Run
 
@@ -31,6 +31,8 @@ def choose_mode(options):
         return against
     if options.relay:
         return relay
+    if options.accept:
+        return accept
     return default
 
 

@@ -44,6 +44,7 @@ class Options:
     scale: str = ""
     sweep: bool = False
     relay: bool = False
+    accept: bool = False
     only: str = ""
     keep: bool = False
     devices: str = ""
@@ -71,7 +72,7 @@ VALUED = {"--duration": "duration", "--threads": "threads", "--connections": "co
           "--scale": "scale", "--only": "only", "--devices": "devices", "--against": "against",
           "--rounds": "rounds", "--stores": "stores", "--postgres-pool-size": "pg_pool",
           "--peer-workers": "peer_workers"}
-SWITCHES = {"--sweep": "sweep", "--relay": "relay", "--keep": "keep", "--pg-statements": "pg_statements",
+SWITCHES = {"--sweep": "sweep", "--relay": "relay", "--accept": "accept", "--keep": "keep", "--pg-statements": "pg_statements",
             "--compare-peer": "compare_peer"}
 # The peer's gunicorn sync workers by default. On 2 shared cores no count was best every time (2, 4 and 8 each
 # won a run); fewer cost less CPU per request, more ride out a busy machine's stalls: 4 sits between
@@ -92,6 +93,8 @@ def parse(argv, repo):
         check_stores(options)
     if options.relay:
         check_relay(options)
+    if options.accept:
+        check_accept(options)
     return options
 
 
@@ -139,8 +142,8 @@ def check_modes(options):
         raise UsageError("--devices sizes the default mode's and --sweep's data set, not --scale's")
     if options.devices and int(options.devices) % 5:
         raise UsageError("--devices wants a multiple of 5 (5 devices per user)")
-    if options.rounds and not options.against and not options.stores and not options.relay:
-        raise UsageError("--rounds goes with --against, --stores or --relay")
+    if options.rounds and not options.against and not options.stores and not options.relay and not options.accept:
+        raise UsageError("--rounds goes with --against, --stores, --relay or --accept")
     if options.pg_statements and not options.stores:
         raise UsageError("--pg-statements goes with --stores (or --store postgres)")
     if options.compare_peer and not options.stores:
@@ -154,6 +157,14 @@ def check_relay(options):
         raise UsageError("--relay is a run of its own, not with --scale, --sweep, --against or --stores")
     if options.only:
         raise UsageError("--relay runs its own steps (h2load, fan-out, lookup); --only does not apply")
+    options.rounds = options.rounds or "3"
+
+
+def check_accept(options):
+    if options.scale or options.sweep or options.against or options.stores or options.relay:
+        raise UsageError("--accept is a run of its own, not with --scale, --sweep, --against, --stores or --relay")
+    if options.only:
+        raise UsageError("--accept runs its own steps (the launch upsert and the accepts); --only does not apply")
     options.rounds = options.rounds or "3"
 
 
