@@ -94,7 +94,9 @@ public final class DeliverySender: Service {
             await abandon(claimedBefore: Timestamp(milliseconds: .max))
         }
         var maintenance = Maintenance(now: ContinuousClock.now)
-        await withTaskGroup(of: Void.self) { group in
+        // Discarding: a plain task group keeps every finished child until its
+        // result is taken, about 7.5 KB a delivery for as long as the sender runs.
+        await withDiscardingTaskGroup { group in
             while !isStopping {
                 let expanded = await expandPending()
                 let wanted = min(configuration.maxInFlight - inFlight.load(ordering: .relaxed), configuration.claimBatch)
@@ -124,7 +126,6 @@ public final class DeliverySender: Service {
                     await wake.wait(upTo: configuration.pollInterval)
                 }
             }
-            await group.waitForAll()
         }
         await settlements.flush()
     }
