@@ -7,17 +7,17 @@ import Testing
 /// request timeout counts only from when a request's stream is sent.
 @Suite(.enabled(if: FakeAPNs.available, "needs /usr/bin/python3 with h2 and cryptography (tools/install-deps --test)"))
 struct StreamSlotTests {
-    /// 24 requests to a host that takes 4 streams at a time and answers
-    /// each after 600 ms of a 1 s timeout: six waves, 3.6 s in all, and
+    /// 12 requests to a host that takes 4 streams at a time and answers
+    /// each after 1.8 s of a 3 s timeout: three waves, 5.4 s in all, and
     /// none may time out (libcurl's own timeout counted the wait for a
     /// slot). One request first, so the client knows the server's limit
     /// (before its SETTINGS arrive libcurl assumes 100 streams).
     @Test func aFanOutLargerThanTheServersStreamsNeverTimesOutEarly() async throws {
-        let tokens = (0..<24).map { token(String(0x100 + $0, radix: 16)) }
-        let script = #"{"tokens": {"# + tokens.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 600}]" }.joined(separator: ", ") + "}}"
+        let tokens = (0..<12).map { token(String(0x100 + $0, radix: 16)) }
+        let script = #"{"tokens": {"# + tokens.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 1800}]" }.joined(separator: ", ") + "}}"
         let fake = try await FakeAPNs.start(script: script, options: ["--max-streams", "4"])
         try await stopping(fake) { fake in
-            let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(1)), tokens: fake.tokens())
+            let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(3)), tokens: fake.tokens())
             client.start()
             #expect(await client.send(request(token("ff"))).status == 200)
             let results = await withTaskGroup(of: APNsResult.self) { group in
@@ -33,29 +33,27 @@ struct StreamSlotTests {
             }
             await offThePool { client.stop() }
             let failures = results.filter { $0.status != 200 }
-            #expect(failures.isEmpty, "\(failures.count) of 24 not answered: \(failures.first.map { "\($0)" } ?? "")")
+            #expect(failures.isEmpty, "\(failures.count) of 12 not answered: \(failures.first.map { "\($0)" } ?? "")")
         }
     }
 
     /// A handle is reused for the next request as soon as its answer
     /// comes, and that request may wait for a stream for longer than the
-    /// timeout: its clock starts when it is sent, not when the handle's
-    /// previous request was. A slow request ahead of them keeps the older
-    /// deadlines queued: 2 streams at the host, 8 requests in libcurl, a
-    /// 2 s timeout; the slow one answers after 1.7 s, the others after
-    /// 0.5 s, and the last is loaded into the first fast one's handle at
-    /// 0.5 s but sent only at about 2.5 s.
+    /// timeout has left: its clock starts when it is sent, not when the
+    /// handle's previous request was. A slow request ahead of them keeps
+    /// the older deadlines queued: 2 streams at the host, a 4 s timeout;
+    /// the slow one answers after 3.2 s, the six others after 1.2 s, and
+    /// the sixth is loaded into the first fast one's handle at 1.2 s but
+    /// sent only at about 4.4 s.
     @Test func aReusedHandleStartsItsRequestsClockAfresh() async throws {
         let slow = token("1ff")
-        let fast = (0..<8).map { token(String(0x200 + $0, radix: 16)) }
-        let answers = ["\"\(slow)\": [{\"status\": 200, \"delayMs\": 1700}]"]
-            + fast.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 500}]" }
+        let fast = (0..<6).map { token(String(0x200 + $0, radix: 16)) }
+        let answers = ["\"\(slow)\": [{\"status\": 200, \"delayMs\": 3200}]"]
+            + fast.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 1200}]" }
         let fake = try await FakeAPNs.start(script: #"{"tokens": {"# + answers.joined(separator: ", ") + "}}",
                                             options: ["--max-streams", "2"])
         try await stopping(fake) { fake in
-            var configuration = fake.configuration(timeout: .seconds(2))
-            configuration.http.maxStreamsPerConnection = 8
-            let client = try APNsClient(configuration: configuration, tokens: fake.tokens())
+            let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(4)), tokens: fake.tokens())
             client.start()
             // The client learns the host's limit (before its SETTINGS libcurl assumes 100 streams).
             #expect(await client.send(request(token("ff"))).status == 200)
@@ -73,7 +71,7 @@ struct StreamSlotTests {
             }
             await offThePool { client.stop() }
             let failures = results.filter { $0.status != 200 }
-            #expect(failures.isEmpty, "\(failures.count) of 9 not answered: \(failures.first.map { "\($0)" } ?? "")")
+            #expect(failures.isEmpty, "\(failures.count) of 7 not answered: \(failures.first.map { "\($0)" } ?? "")")
         }
     }
 
