@@ -19,7 +19,7 @@ public final class DeliverySender: Service {
         /// Deliveries claimed and not yet settled, at most.
         public var maxInFlight = 4000
         /// Deliveries claimed per transaction, at most.
-        public var claimBatch = 1000
+        public var claimBatch = 250
         /// Activity tokens resolved per page of a notification still being
         /// expanded (one transaction each), and such notifications taken per turn.
         public var expansionPageSize = NotificationIntake.defaultPageSize

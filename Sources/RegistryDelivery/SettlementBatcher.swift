@@ -22,7 +22,7 @@ final class SettlementBatcher: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let store: any DeliveryStore
     private let observer: any DeliveryObserver
-    static let maxBatch = 1000
+    static let maxBatch = 250
 
     init(store: any DeliveryStore, observer: any DeliveryObserver) {
         self.store = store

@@ -34,7 +34,7 @@ struct ExecutableDeliveryCrashTests {
             // The first page is stored with the notification; the sender reads the rest of the activity.
             let view = try #require(DeliveryServing.object(text)["notification"] as? [String: Any])
             #expect(view["resolving"] as? Bool == true)
-            #expect(DeliveryServing.counts(DeliveryServing.object(text))["queued"] == 1_000)
+            #expect(DeliveryServing.counts(DeliveryServing.object(text))["queued"] == 250)
 
             // Mid-flight: some hundreds answered, most still to send.
             let deadline = Date().addingTimeInterval(30)

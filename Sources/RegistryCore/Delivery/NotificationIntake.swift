@@ -33,7 +33,7 @@ public struct NotificationIntake: Sendable {
     /// `--max-queued-deliveries`'s default.
     public static let defaultMaxQueued = 5_000_000
     /// Activity tokens per page: the accept stores one page, the sender adds the others.
-    public static let defaultPageSize = 1_000
+    public static let defaultPageSize = 250
 
     public init(registry: any RegistryStore, deliveries: any DeliveryStore, clock: any WallClock = SystemClock(),
                 capabilities: DeliveryCapabilities = DeliveryCapabilities(everyApp: [.apns]),
