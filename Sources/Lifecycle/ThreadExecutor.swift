@@ -28,7 +28,7 @@ public final class ThreadExecutor: TaskExecutor {
     private let finished = DispatchSemaphore(value: 0)
 
     /// - Parameters:
-    ///   - name: the threads' names are `name-1`, `name-2`, … (Linux shows 15 bytes of a thread's name).
+    ///   - name: the threads are `name-1`, `name-2`, …
     ///   - threads: at least one.
     ///   - niceness: each thread's nice value; 0 keeps the process's.
     public init(name: String, threads: Int, niceness: Int32) {
