@@ -19,7 +19,8 @@ import PackageDescription
 /// (strict parser, escaping writer), `Codecs` (strict base64url, hex, percent-decoding,
 /// constant-time compare, length-prefixed fields, durations in seconds),
 /// `Crypto` (HMAC-SHA-256 and SHA-256 over `COpenSSL`), `Lifecycle`
-/// (`Service`, `ServiceGroup`, `PeriodicThread`: one start/stop shape).
+/// (`Service`, `ServiceGroup`, `PeriodicThread`: one start/stop shape;
+/// `ThreadNiceness` and `ThreadExecutor`: background threads that yield to the API).
 /// `SecretFiles` reads files that hold a secret, refusing one that group or
 /// others may access (one rule for every key file).
 /// `TokenSealing` (AES-256-GCM sealing of tokens at rest and their key file)
@@ -33,7 +34,7 @@ import PackageDescription
 /// at-most-once result kinds) depends on `CCurl`, `COpenSSL`, `Codecs`,
 /// `JSON` and `Lifecycle`, and knows nothing of the registry.
 /// `CGlibcExtras` exposes the glibc calls the Glibc module leaves out
-/// (registryd turns core dumps off with them).
+/// (registryd turns core dumps off with them; `Lifecycle` sets a thread's nice value).
 /// `RegistryClient` is the app-side library: Foundation only, no dependency
 /// on the server's targets, so an app adds it alone; `RegistryClientActivityKit`
 /// watches ActivityKit's token sequences for it (compiled only where ActivityKit exists).
@@ -67,7 +68,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         .target(name: "Codecs"),
         .target(name: "SecretFiles"),
-        .target(name: "Lifecycle"),
+        .target(name: "Lifecycle", dependencies: ["CGlibcExtras"]),
         .target(name: "RegistryCore", dependencies: ["Codecs", "Crypto", "Lifecycle", "TokenSealing"]),
         .target(name: "RegistryLMDB", dependencies: ["RegistryCore", "LMDB", "Codecs", "Crypto", "Lifecycle", "TokenSealing"]),
         .target(name: "RegistryPostgres", dependencies: ["RegistryCore", "Postgres", "Codecs", "Lifecycle", "TokenSealing"]),
@@ -76,7 +77,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["COpenSSL", "Crypto", "JSON", "Codecs"]),
         .target(name: "TokenSealing", dependencies: ["COpenSSL", "Crypto", "Codecs", "SecretFiles"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "Codecs"]),
-        .target(name: "HTTP2", dependencies: ["CCurl", "CGlibcExtras", "Codecs", "Lifecycle"]),
+        .target(name: "HTTP2", dependencies: ["CCurl", "Codecs", "Lifecycle"]),
         .target(name: "APNs", dependencies: ["HTTP2", "RegistryCore", "COpenSSL", "Codecs", "JSON", "JWT", "Lifecycle", "SecretFiles"]),
         .target(name: "FCM", dependencies: ["HTTP2", "RegistryCore", "JWT", "JSON", "Codecs", "SecretFiles"]),
         .target(name: "RegistryDelivery", dependencies: ["RegistryCore", "Lifecycle"]),

@@ -1,4 +1,3 @@
-import CGlibcExtras
 import CCurl
 import Foundation
 import Lifecycle
@@ -73,7 +72,7 @@ public final class HTTP2Client: Service {
         }
         guard first else { return }
         let thread = Thread { [self] in
-            if configuration.threadNiceness != 0 { _ = registryd_set_thread_niceness(configuration.threadNiceness) }
+            ThreadNiceness.apply(configuration.threadNiceness)
             TransferLoop(client: self).run()
             finished.signal()
         }

@@ -14,6 +14,12 @@ import Synchronization
 /// order: no new claims, requests in flight get `stopGrace` to be answered
 /// (then they are `unknown`), every settlement is written before `stop`
 /// returns.
+///
+/// Its own work (claims, expansion, the delivery rules, the providers'
+/// requests and their answers, settlement) runs on threads of its own
+/// (`ThreadExecutor`), not on Swift's cooperative pool, which the API's
+/// requests share: at a higher nice value, a fan-out that meets the API on
+/// a busy machine slows instead of the API's answers.
 public final class DeliverySender: Service {
     public struct Configuration: Sendable {
         /// Deliveries claimed and not yet settled, at most.
@@ -35,6 +41,12 @@ public final class DeliverySender: Service {
         /// Notifications are kept this long after they were created (then swept, once final).
         public var keepNotifications: Duration = .seconds(7 * 24 * 3600)
         public var stopGrace: Duration = .seconds(5)
+        /// The sender's threads. Two keep up with the providers' HTTP/2
+        /// client threads, which do about a third of a fan-out's work.
+        public var threads = 2
+        /// Their nice value (`ThreadNiceness`); 0 keeps the process's.
+        /// registryd gives them the HTTP/2 client threads' value.
+        public var threadNiceness: Int32 = 0
 
         public init() {}
     }
@@ -48,6 +60,7 @@ public final class DeliverySender: Service {
     let clock: any WallClock
     let settlements: SettlementBatcher
     let wake = WakeSignal()
+    private let executor: ThreadExecutor
     private let stopping = Atomic<Bool>(false)
     private let inFlight = Atomic<Int>(0)
     private let finished = DispatchSemaphore(value: 0)
@@ -62,13 +75,15 @@ public final class DeliverySender: Service {
         self.observer = observer
         self.clock = clock
         settlements = SettlementBatcher(store: store, observer: observer)
+        executor = ThreadExecutor(name: "delivery", threads: configuration.threads, niceness: configuration.threadNiceness)
     }
 
-    /// Starts the providers' connections and the claim loop.
+    /// Starts the providers' connections, the sender's threads and the claim loop on them.
     public func start() throws {
         for provider in providers.byPlatform.values { try provider.start() }
         started.store(true, ordering: .sequentiallyConsistent)
-        Task.detached { [self] in
+        executor.start()
+        Task.detached(executorPreference: executor) { [self] in
             await run()
             finished.signal()
         }
@@ -85,6 +100,7 @@ public final class DeliverySender: Service {
         // In-flight requests get the grace period, then complete as uncertain: the loop settles them.
         for provider in providers.byPlatform.values { provider.stop(grace: configuration.stopGrace) }
         finished.wait()
+        executor.stop()
     }
 
     private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }

@@ -7,7 +7,8 @@ import RegistryHTTP
 /// anything is written), the sender over all of them, and what the
 /// notification routes need.
 struct DeliverySetup {
-    /// The HTTP/2 client threads' nice value (the API's threads keep 0).
+    /// The nice value of the threads that send (the sender's and the HTTP/2
+    /// clients'); the API's threads keep 0.
     static let senderNiceness: Int32 = 10
 
     let sender: DeliverySender
@@ -25,6 +26,7 @@ struct DeliverySetup {
          metrics: RegistryMetrics, logger: Logger) {
         var configuration = DeliverySender.Configuration()
         configuration.abandonClaimsAtStart = singleProcess
+        configuration.threadNiceness = Self.senderNiceness
         let sender = DeliverySender(configuration: configuration, store: store, registry: store, providers: providers,
                                     observer: DeliveryTelemetry(metrics: metrics, logger: logger))
         self.sender = sender
