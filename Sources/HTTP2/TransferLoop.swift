@@ -12,13 +12,15 @@ import CCurl
 /// the server allows fewer than the cap, loses none of its time waiting.
 ///
 /// Requests wait for a stream here, in order, rather than inside libcurl:
-/// only a few per connection are handed to libcurl before their stream can
-/// start. libcurl's own queue of transfers waiting for a connection is not
+/// only a few are handed to libcurl before their stream can start (four
+/// per connection, or an eighth of the streams running, whichever is more,
+/// so a host with many streams is kept busy). libcurl's own queue of transfers waiting for a connection is not
 /// first come, first served: with thousands in it, a request could wait
 /// for the whole fan-out (111 s beside a median of 46 s, measured), long
 /// enough for its claim to be abandoned while it still went out.
 final class TransferLoop {
-    /// Requests handed to libcurl whose stream has not started, at most, per connection.
+    /// Requests handed to libcurl whose stream has not started, at least
+    /// this many per connection (more while many streams run: `admit`).
     static let waitingPerConnection = 4
     /// The longest sleep in `curl_multi_poll` (libcurl's own timers shorten it).
     private static let pollMilliseconds: Int32 = 1000
@@ -86,11 +88,14 @@ final class TransferLoop {
         transfers.removeAll()
     }
 
-    /// Starts queued requests while each origin has room, and fewer than
-    /// `maxWaiting` of its requests wait inside libcurl for a stream.
+    /// Starts queued requests while each origin has room, and few of its
+    /// requests wait inside libcurl for a stream: `maxWaiting`, or an
+    /// eighth of its running streams. libcurl serves its waiting transfers
+    /// out of order, but a few are each served within one round of answers.
     private func admit() {
         for origin in queued.keys where !queued[origin]!.isEmpty {
-            while inFlight[origin, default: 0] < cap, waiting[origin, default: 0] < maxWaiting,
+            while inFlight[origin, default: 0] < cap,
+                  waiting[origin, default: 0] < max(maxWaiting, (inFlight[origin, default: 0] - waiting[origin, default: 0]) / 8),
                   let submission = queued[origin]!.popFirst() {
                 start(submission)
             }

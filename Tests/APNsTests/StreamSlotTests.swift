@@ -14,26 +14,15 @@ struct StreamSlotTests {
     /// (before its SETTINGS arrive libcurl assumes 100 streams).
     @Test func aFanOutLargerThanTheServersStreamsNeverTimesOutEarly() async throws {
         let tokens = (0..<12).map { token(String(0x100 + $0, radix: 16)) }
-        let script = #"{"tokens": {"# + tokens.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 1800}]" }.joined(separator: ", ") + "}}"
-        let fake = try await FakeAPNs.start(script: script, options: ["--max-streams", "4"])
+        let fake = try await FakeAPNs.start(script: Self.script(tokens.map { ($0, 1800) }), options: ["--max-streams", "4"])
         try await stopping(fake) { fake in
-            let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(3)), tokens: fake.tokens())
-            client.start()
-            #expect(await client.send(request(token("ff"))).status == 200)
+            let client = try await Self.client(fake, timeout: .seconds(3))
             let results = await withTaskGroup(of: APNsResult.self) { group in
-                for token in tokens {
-                    group.addTask {
-                        // Streams opened before the client read the server's limit are refused: sent again, as the provider does.
-                        var result = await client.send(request(token))
-                        for _ in 0..<3 { if case .refused = result { result = await client.send(request(token)) } }
-                        return result
-                    }
-                }
+                for token in tokens { group.addTask { await Self.send(token, client) } }
                 return await group.reduce(into: []) { $0.append($1) }
             }
             await offThePool { client.stop() }
-            let failures = results.filter { $0.status != 200 }
-            #expect(failures.isEmpty, "\(failures.count) of 12 not answered: \(failures.first.map { "\($0)" } ?? "")")
+            Self.expectAnswered(results)
         }
     }
 
@@ -48,30 +37,18 @@ struct StreamSlotTests {
     @Test func aReusedHandleStartsItsRequestsClockAfresh() async throws {
         let slow = token("1ff")
         let fast = (0..<6).map { token(String(0x200 + $0, radix: 16)) }
-        let answers = ["\"\(slow)\": [{\"status\": 200, \"delayMs\": 3200}]"]
-            + fast.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 1200}]" }
-        let fake = try await FakeAPNs.start(script: #"{"tokens": {"# + answers.joined(separator: ", ") + "}}",
+        let fake = try await FakeAPNs.start(script: Self.script([(slow, 3200)] + fast.map { ($0, 1200) }),
                                             options: ["--max-streams", "2"])
         try await stopping(fake) { fake in
-            let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(4)), tokens: fake.tokens())
-            client.start()
-            // The client learns the host's limit (before its SETTINGS libcurl assumes 100 streams).
-            #expect(await client.send(request(token("ff"))).status == 200)
+            let client = try await Self.client(fake, timeout: .seconds(4))
             let results = await withTaskGroup(of: APNsResult.self) { group in
-                group.addTask { await client.send(request(slow)) }
+                group.addTask { await Self.send(slow, client) }
                 try? await Task.sleep(for: .milliseconds(50))
-                for token in fast {
-                    group.addTask {
-                        var result = await client.send(request(token))
-                        for _ in 0..<3 { if case .refused = result { result = await client.send(request(token)) } }
-                        return result
-                    }
-                }
+                for token in fast { group.addTask { await Self.send(token, client) } }
                 return await group.reduce(into: []) { $0.append($1) }
             }
             await offThePool { client.stop() }
-            let failures = results.filter { $0.status != 200 }
-            #expect(failures.isEmpty, "\(failures.count) of 7 not answered: \(failures.first.map { "\($0)" } ?? "")")
+            Self.expectAnswered(results)
         }
     }
 
@@ -84,18 +61,15 @@ struct StreamSlotTests {
     @Test func requestsWaitingForAStreamAreSentInTheOrderTheyCame() async throws {
         let total = 400, window = 40
         let tokens = (0..<total).map { token(String(0x10000 + $0, radix: 16)) }
-        let script = #"{"tokens": {"# + tokens.map { "\"\($0)\": [{\"status\": 200, \"delayMs\": 50}]" }.joined(separator: ", ") + "}}"
-        let fake = try await FakeAPNs.start(script: script, options: ["--max-streams", "4"])
+        let fake = try await FakeAPNs.start(script: Self.script(tokens.map { ($0, 50) }), options: ["--max-streams", "4"])
         try await stopping(fake) { fake in
-            let client = try APNsClient(configuration: fake.configuration(timeout: .seconds(30)), tokens: fake.tokens())
-            client.start()
-            #expect(await client.send(request(token("ff"))).status == 200)
+            let client = try await Self.client(fake, timeout: .seconds(30))
             await withTaskGroup(of: Void.self) { group in
                 var next = 0
                 func sendNext() {
                     let token = tokens[next]
                     next += 1
-                    group.addTask { _ = await client.send(request(token)) }
+                    group.addTask { _ = await Self.send(token, client) }
                 }
                 for _ in 0..<window { sendNext() }
                 while await group.next() != nil {
@@ -112,5 +86,33 @@ struct StreamSlotTests {
             let late = arrivals.enumerated().map { place, turn in (turn: turn, by: place - turn) }.max { $0.by < $1.by }
             #expect((late?.by ?? 0) <= 20, "request \(late?.turn ?? 0) reached the host \(late?.by ?? 0) places after its turn")
         }
+    }
+
+    /// The fake's script: each token answered 200 after its delay (ms).
+    static func script(_ answers: [(token: String, delayMs: Int)]) -> String {
+        #"{"tokens": {"# + answers.map { #""\#($0.token)": [{"status": 200, "delayMs": \#($0.delayMs)}]"# }
+            .joined(separator: ", ") + "}}"
+    }
+
+    /// A started client that has learnt the host's stream limit from one
+    /// request (before its SETTINGS arrive libcurl assumes 100 streams).
+    static func client(_ fake: FakeAPNs, timeout: Duration) async throws -> APNsClient {
+        let client = try APNsClient(configuration: fake.configuration(timeout: timeout), tokens: fake.tokens())
+        client.start()
+        #expect(await client.send(request(token("ff"))).status == 200)
+        return client
+    }
+
+    /// One request, sent again when its stream was refused, as the provider does.
+    static func send(_ token: String, _ client: APNsClient) async -> APNsResult {
+        var result = await client.send(request(token))
+        for _ in 0..<3 { if case .refused = result { result = await client.send(request(token)) } }
+        return result
+    }
+
+    static func expectAnswered(_ results: [APNsResult], sourceLocation: SourceLocation = #_sourceLocation) {
+        let failures = results.filter { $0.status != 200 }
+        #expect(failures.isEmpty, "\(failures.count) of \(results.count) not answered: \(failures.first.map { "\($0)" } ?? "")",
+                sourceLocation: sourceLocation)
     }
 }
