@@ -84,10 +84,14 @@ extension LiveServer {
         /// A handler still running at the drain deadline is answered 503 by
         /// `stop`, which then returns instead of waiting for it.
         @Test func stopAnswersHandlersStillRunningAtDeadline() async throws {
-            let server = try makeServer(EchoApplication(slowMilliseconds: 5_000)) { $0.drainTimeout = .milliseconds(300) }
+            let handling = DispatchSemaphore(value: 0)
+            let server = try makeServer(EchoApplication(slowMilliseconds: 5_000, slowStarted: { handling.signal() })) {
+                $0.drainTimeout = .milliseconds(300)
+            }
             let port = server.boundPort
             async let inFlight = offThePool { try exchange(port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n") }
-            try await Task.sleep(for: .milliseconds(100))
+            // The handler runs before the stop begins (a fixed pause lost that race under AddressSanitizer).
+            await offThePool { handling.wait() }
             let started = ContinuousClock.now
             try await offThePool { server.stop() }
             #expect(ContinuousClock.now - started < .seconds(2))

@@ -9,6 +9,8 @@ import RegistrydTestSupport
 struct EchoApplication: HTTPApplication {
     var maxBodyBytes = 1024
     var slowMilliseconds = 200
+    /// Called when a `/slow` handler starts, before it sleeps.
+    var slowStarted: (@Sendable () -> Void)? = nil
 
     func head(_ request: HTTPRequest) -> HeadDecision {
         if request.path == "/forbidden" {
@@ -20,9 +22,10 @@ struct EchoApplication: HTTPApplication {
         if request.path == "/inline" {
             return .readBody(maxBytes: maxBodyBytes, then: .inline { Self.echo($0, handler: "inline") })
         }
-        let slow = slowMilliseconds
+        let slow = slowMilliseconds, started = slowStarted
         return .readBody(maxBytes: maxBodyBytes, then: .suspending { request in
             if request.path == "/slow" {
+                started?()
                 try? await Task.sleep(for: .milliseconds(slow))
             }
             return Self.echo(request, handler: "suspending")
