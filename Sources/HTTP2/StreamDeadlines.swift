@@ -1,3 +1,5 @@
+import Lifecycle
+
 /// When each started stream's request times out, oldest first. Every stream
 /// gets the same timeout, so deadlines arrive in the order streams start and
 /// a FIFO keeps them sorted; an entry whose transfer has since finished or

@@ -1,4 +1,5 @@
 import CCurl
+import Lifecycle
 
 /// The client's thread: it alone drives the multi handle. Each turn takes
 /// what `send` queued, starts as many requests as the in-flight cap allows,
@@ -14,10 +15,10 @@ import CCurl
 /// Requests wait for a stream here, in order, rather than inside libcurl:
 /// only a few are handed to libcurl before their stream can start (four
 /// per connection, or an eighth of the streams running, whichever is more,
-/// so a host with many streams is kept busy). libcurl's own queue of transfers waiting for a connection is not
-/// first come, first served: with thousands in it, a request could wait
-/// for the whole fan-out (111 s beside a median of 46 s, measured), long
-/// enough for its claim to be abandoned while it still went out.
+/// so a host with many streams is kept busy). libcurl's own queue of
+/// transfers waiting for a connection is not first come, first served:
+/// with thousands in it, a request could wait for the whole fan-out,
+/// long enough for its claim to be abandoned while it still went out.
 final class TransferLoop {
     /// Requests handed to libcurl whose stream has not started, at least
     /// this many per connection (more while many streams run: `admit`).

@@ -13,7 +13,7 @@ import Synchronization
 /// this executor has ended, since nothing would run a job enqueued later.
 public final class ThreadExecutor: TaskExecutor {
     private struct State {
-        var jobs = JobQueue()
+        var jobs = FIFO<UnownedJob>()
         var started = false
         var stopping = false
     }
@@ -80,29 +80,6 @@ public final class ThreadExecutor: TaskExecutor {
     /// The next job, waiting for one; `nil` once `stop` ends this thread.
     private func nextJob() -> UnownedJob? {
         signals.wait()
-        return state.withLock { $0.jobs.pop() }
-    }
-}
-
-/// First in, first out, in constant time per job (an array's
-/// `removeFirst` would move every job queued behind).
-private struct JobQueue {
-    private var jobs: [UnownedJob] = []
-    private var head = 0
-
-    mutating func append(_ job: UnownedJob) { jobs.append(job) }
-
-    mutating func pop() -> UnownedJob? {
-        guard head < jobs.count else { return nil }
-        let job = jobs[head]
-        head += 1
-        if head == jobs.count {
-            jobs.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 1024, head * 2 >= jobs.count {
-            jobs.removeFirst(head)
-            head = 0
-        }
-        return job
+        return state.withLock { $0.jobs.popFirst() }
     }
 }

@@ -1,17 +1,20 @@
 /// A first-in first-out queue that pops without shifting its array: the
 /// head moves, and the storage is reused once empty or compacted once the
-/// consumed part is most of it (the transfer loop pops thousands a second).
-struct FIFO<Element> {
+/// consumed part is most of it (the HTTP/2 transfer loop and
+/// `ThreadExecutor` pop thousands a second).
+package struct FIFO<Element> {
     private var items: [Element] = []
     private var head = 0
 
-    var isEmpty: Bool { head == items.count }
+    package init() {}
 
-    var first: Element? { head < items.count ? items[head] : nil }
+    package var isEmpty: Bool { head == items.count }
 
-    mutating func append(_ element: Element) { items.append(element) }
+    package var first: Element? { head < items.count ? items[head] : nil }
 
-    mutating func popFirst() -> Element? {
+    package mutating func append(_ element: Element) { items.append(element) }
+
+    package mutating func popFirst() -> Element? {
         guard let first else { return nil }
         head += 1
         if head == items.count {
