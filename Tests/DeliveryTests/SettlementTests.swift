@@ -11,14 +11,7 @@ import Testing
     /// delivered push `unknown` and a 410's token in place.
     @Test func aSettlementTheStoreRefusesIsWrittenOnceTheStoreIsBack() async throws {
         try await withHarness(script: SenderTests.script([(3, #"[{"status": 410, "reason": "Unregistered", "timestamp": "now"}]"#)])) { h in
-            for n in 1...3 {
-                try await h.store.registerDevice(DeviceRegistration(userId: "ann", deviceId: "d\(n)", pushToken: .set(apnsToken(n))))
-            }
-            h.senderStore.outage(true)
-            try h.startSender()
-            let accepted = try await h.notify(.user("ann"))
-            #expect(try await h.fake.log(count: 3).count == 3)
-            try await waitUntil(seconds: 20, "the settlement is refused") { h.senderStore.refused >= 1 }
+            let accepted = try await sendDuringAnOutage(h, to: "ann", refusedAtLeast: 1)
             // Longer than a few quick tries would last (a failover takes 5–15 s).
             try await Task.sleep(for: .seconds(4))
             #expect(h.senderStore.refused >= 5)
@@ -36,14 +29,7 @@ import Testing
     /// never sent again.
     @Test func aSenderStoppingDuringAnOutageStopsAndItsDeliveriesBecomeUnknown() async throws {
         try await withHarness { h in
-            for n in 1...3 {
-                try await h.store.registerDevice(DeviceRegistration(userId: "bea", deviceId: "d\(n)", pushToken: .set(apnsToken(n))))
-            }
-            h.senderStore.outage(true)
-            try h.startSender()
-            let accepted = try await h.notify(.user("bea"))
-            #expect(try await h.fake.log(count: 3).count == 3)
-            try await waitUntil(seconds: 20, "the settlement is refused") { h.senderStore.refused >= 2 }
+            let accepted = try await sendDuringAnOutage(h, to: "bea", refusedAtLeast: 2)
             let began = ContinuousClock.now
             await h.stopSender()
             #expect(ContinuousClock.now - began < .seconds(5))
@@ -55,6 +41,21 @@ import Testing
             #expect(try await h.fake.log(count: 3).count == 3)
         }
     }
+}
+
+/// Sends to three devices of `user` while the store refuses settlements,
+/// and returns once the fake answered all three and the store refused
+/// `refusedAtLeast` settlement writes.
+private func sendDuringAnOutage(_ h: SenderHarness, to user: String, refusedAtLeast refused: Int) async throws -> NotificationRecord {
+    for n in 1...3 {
+        _ = try await h.store.registerDevice(DeviceRegistration(userId: user, deviceId: "d\(n)", pushToken: .set(apnsToken(n))))
+    }
+    h.senderStore.outage(true)
+    try h.startSender()
+    let accepted = try await h.notify(.user(user))
+    #expect(try await h.fake.log(count: 3).count == 3)
+    try await waitUntil(seconds: 20, "the settlement is refused") { h.senderStore.refused >= refused }
+    return accepted
 }
 
 /// Polls `condition` every 20 ms; fails with `what` after `seconds`.
