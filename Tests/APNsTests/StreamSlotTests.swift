@@ -1,6 +1,7 @@
 import APNs
 import APNsTestSupport
 import RegistrydTestSupport
+import Synchronization
 import Testing
 
 /// Requests beyond the streams a server allows wait for a slot, and the
@@ -64,12 +65,18 @@ struct StreamSlotTests {
         let fake = try await FakeAPNs.start(script: Self.script(tokens.map { ($0, 50) }), options: ["--max-streams", "4"])
         try await stopping(fake) { fake in
             let client = try await Self.client(fake, timeout: .seconds(30))
+            // A request's turn is when it is handed to the client: on a busy
+            // machine the tasks that send may start in another order.
+            let handedOver = HandOverOrder()
             await withTaskGroup(of: Void.self) { group in
                 var next = 0
                 func sendNext() {
                     let token = tokens[next]
                     next += 1
-                    group.addTask { _ = await Self.send(token, client) }
+                    group.addTask {
+                        handedOver.record(token)
+                        _ = await Self.send(token, client)
+                    }
                 }
                 for _ in 0..<window { sendNext() }
                 while await group.next() != nil {
@@ -77,7 +84,7 @@ struct StreamSlotTests {
                 }
             }
             await offThePool { client.stop() }
-            let turns = Dictionary(uniqueKeysWithValues: tokens.enumerated().map { ($1, $0) })
+            let turns = Dictionary(uniqueKeysWithValues: handedOver.tokens.enumerated().map { ($1, $0) })
             let arrivals = try await fake.log(count: total + 1).compactMap { record -> Int? in
                 guard case .string(let token)? = record["token"] else { return nil }
                 return turns[token]
@@ -115,4 +122,13 @@ struct StreamSlotTests {
         #expect(failures.isEmpty, "\(failures.count) of \(results.count) not answered: \(failures.first.map { "\($0)" } ?? "")",
                 sourceLocation: sourceLocation)
     }
+}
+
+/// The tokens in the order their requests were handed to the client.
+private final class HandOverOrder: Sendable {
+    private let state = Mutex<[String]>([])
+
+    func record(_ token: String) { state.withLock { $0.append(token) } }
+
+    var tokens: [String] { state.withLock { $0 } }
 }

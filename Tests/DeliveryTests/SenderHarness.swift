@@ -152,3 +152,12 @@ final class RecordingObserver: DeliveryObserver {
     func queue(_ stats: DeliveryQueueStats, now: Timestamp) {}
     func tokensRemoved(_ count: Int, reason: FeedbackReason) { state.withLock { $0.removals.append("\(reason.rawValue) \(count)") } }
 }
+
+/// Polls `condition` every 20 ms; fails with `what` after `seconds`.
+func waitUntil(seconds: Double, _ what: String, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw TestFailure("waited \(seconds) s for: \(what)") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}

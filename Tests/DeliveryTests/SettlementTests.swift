@@ -57,12 +57,3 @@ private func sendDuringAnOutage(_ h: SenderHarness, to user: String, refusedAtLe
     try await waitUntil(seconds: 20, "the settlement is refused") { h.senderStore.refused >= refused }
     return accepted
 }
-
-/// Polls `condition` every 20 ms; fails with `what` after `seconds`.
-private func waitUntil(seconds: Double, _ what: String, _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw TestFailure("waited \(seconds) s for: \(what)") }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-}
