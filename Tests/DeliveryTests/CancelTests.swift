@@ -13,7 +13,8 @@ import Testing
 /// pass runs DeliveryTests).
 @Suite(.serialized) struct CancelTests {
     /// Accepts a notification to `user`, waits until its one delivery is in
-    /// flight (the fake holds every answer for 800 ms), cancels it, and
+    /// flight (the fake holds every answer for 3 s, so a test starved for a
+    /// while on a busy machine still sees it there), cancels it, and
     /// returns the delivery once settled.
     static func cancelInFlight(_ h: SenderHarness, _ user: String, fcm: String? = nil) async throws -> DeliveryRecord {
         let accepted = try await h.notify(.user(user), payload: fcm == nil ? SenderHarness.apnsPayload : nil, fcm: fcm)
@@ -29,7 +30,7 @@ import Testing
     }
 
     @Test func aRetryAfterTheCancelIsNeverSent() async throws {
-        let script = SenderTests.script([(1, #"[{"status": 429, "reason": "TooManyRequests", "delayMs": 800}, {"status": 200}]"#)])
+        let script = SenderTests.script([(1, #"[{"status": 429, "reason": "TooManyRequests", "delayMs": 3000}, {"status": 200}]"#)])
         try await withHarness(script: script) { h in
             _ = try await h.store.registerDevice(DeviceRegistration(userId: "ann", deviceId: "a", pushToken: .set(apnsToken(1))))
             try h.startSender()
@@ -43,7 +44,7 @@ import Testing
     }
 
     @Test func theOtherEnvironmentAfterBadDeviceTokenIsNotTriedAfterTheCancel() async throws {
-        let script = SenderTests.script([(2, #"[{"status": 400, "reason": "BadDeviceToken", "delayMs": 800}]"#)])
+        let script = SenderTests.script([(2, #"[{"status": 400, "reason": "BadDeviceToken", "delayMs": 3000}]"#)])
         try await withHarness(script: script) { h in
             _ = try await h.store.registerDevice(DeviceRegistration(userId: "bo", deviceId: "b", pushToken: .set(apnsToken(2))))
             try h.startSender()
@@ -58,7 +59,7 @@ import Testing
     }
 
     @Test func aResendWithARenewedAccessTokenIsNotMadeAfterTheCancel() async throws {
-        let script = #"{"tokens": {"fcm-cy-1": [{"error": "UNAUTHENTICATED", "delayMs": 800}, {"status": 200}]}}"#
+        let script = #"{"tokens": {"fcm-cy-1": [{"error": "UNAUTHENTICATED", "delayMs": 3000}, {"status": 200}]}}"#
         try await withFCMHarness(script: script) { h in
             _ = try await h.store.registerDevice(DeviceRegistration(userId: "cy", deviceId: "c", pushToken: .set("fcm-cy-1"), platform: .fcm))
             try h.startSender()
